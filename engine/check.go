@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tidekv/tide/expiry"
+	"github.com/tidekv/tide/internal/table"
+)
+
+// Check verifies the engine's internal invariants and returns an error
+// describing the first violation. It locks each shard in turn and costs
+// O(entries); tests call it after every operation. The invariants:
+//
+//   - every live slot is in the hash table exactly once under its key's
+//     tag, and the table holds nothing else;
+//   - every live slot's key and value lie inside the arena, without
+//     overlapping another entry, and arena length = live bytes + garbage;
+//   - an entry has an expiry item iff it has a deadline, and the index
+//     holds nothing else;
+//   - the accounted bytes equal the sum of live entries' sizes, and do
+//     not exceed the shard's cap;
+//   - an entry is tracked by the policy iff it is evictable (not pinned,
+//     and with a TTL under a volatile policy), and the evictable bytes
+//     equal the sum of tracked sizes;
+//   - free slots form a list that covers exactly the non-live slots;
+//   - no version exceeds the shard's version counter.
+func (e *Engine) Check() error {
+	var errs []error
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.RLock()
+		if err := s.checkLocked(); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", i, err))
+		}
+		s.mu.RUnlock()
+	}
+	return errors.Join(errs...)
+}
+
+func (s *shard) checkLocked() error {
+	var live int
+	var bytes, evictb int64
+	var keyBytes int
+	inTable := map[uint32]int{}
+	var tabErr error
+	s.tab.Each(func(tag uint32, slot uint32) {
+		inTable[slot]++
+		if int(slot) >= len(s.ents) || s.ents[slot].flags&flagLive == 0 {
+			tabErr = fmt.Errorf("table names slot %d, which is not live", slot)
+			return
+		}
+		en := &s.ents[slot]
+		if table.Tag(xxhash.Sum64(s.keyOf(en))) != tag {
+			tabErr = fmt.Errorf("slot %d is under tag %x, not its key's", slot, tag)
+		}
+	})
+	if tabErr != nil {
+		return tabErr
+	}
+	idxItems := make(map[uint32]int64, s.idx.Len())
+	s.idx.Ascend(func(it expiry.Item) bool { idxItems[it.Slot] = it.Deadline; return true })
+	type span struct{ a, b uint32 }
+	var spans []span
+	for i := range s.ents {
+		en := &s.ents[i]
+		if en.flags&flagLive == 0 {
+			continue
+		}
+		slot := uint32(i)
+		live++
+		bytes += en.size()
+		keyBytes += int(en.klen + en.vlen)
+		if inTable[slot] != 1 {
+			return fmt.Errorf("live slot %d is in the table %d times", slot, inTable[slot])
+		}
+		if uint64(en.off)+uint64(en.klen)+uint64(en.vlen) > uint64(len(s.arena)) {
+			return fmt.Errorf("slot %d lies outside the arena", slot)
+		}
+		if en.klen+en.vlen > 0 {
+			spans = append(spans, span{en.off, en.off + en.klen + en.vlen})
+		}
+		if en.version == 0 || en.version > s.version {
+			return fmt.Errorf("slot %d has version %d, counter %d", slot, en.version, s.version)
+		}
+		tracked := en.flags&flagTracked != 0
+		if tracked != s.trackableLocked(en) {
+			return fmt.Errorf("slot %d tracked=%v, evictable=%v", slot, tracked, s.trackableLocked(en))
+		}
+		if tracked {
+			evictb += en.size()
+		}
+		if en.deadline != 0 && idxItems[slot] != en.deadline {
+			return fmt.Errorf("slot %d has deadline %d but index item %d", slot, en.deadline, idxItems[slot])
+		}
+	}
+	if live != s.live || live != s.tab.Len() {
+		return fmt.Errorf("live count %d, recorded %d, table %d", live, s.live, s.tab.Len())
+	}
+	if bytes != s.bytes {
+		return fmt.Errorf("accounted bytes %d, recorded %d", bytes, s.bytes)
+	}
+	if s.maxBytes > 0 && s.bytes > s.maxBytes {
+		return fmt.Errorf("accounted bytes %d over the cap %d", s.bytes, s.maxBytes)
+	}
+	if evictb != s.evictb {
+		return fmt.Errorf("evictable bytes %d, recorded %d", evictb, s.evictb)
+	}
+	if keyBytes+s.garbage != len(s.arena) {
+		return fmt.Errorf("arena %d bytes, live %d + garbage %d", len(s.arena), keyBytes, s.garbage)
+	}
+	// Spans must not overlap.
+	slices.SortFunc(spans, func(x, y span) int { return cmp.Compare(x.a, y.a) })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].a < spans[i-1].b {
+			return fmt.Errorf("arena spans overlap at %d", spans[i].a)
+		}
+	}
+	n := 0
+	s.idx.Ascend(func(it expiry.Item) bool {
+		n++
+		if int(it.Slot) >= len(s.ents) || s.ents[it.Slot].flags&flagLive == 0 || s.ents[it.Slot].deadline != it.Deadline {
+			n = -1 << 40
+			return false
+		}
+		return true
+	})
+	if n < 0 {
+		return errors.New("expiry index names a slot that is free or has another deadline")
+	}
+	free := 0
+	for f := s.freeHead; f != 0; f = s.ents[f-1].off {
+		if int(f-1) >= len(s.ents) || s.ents[f-1].flags&flagLive != 0 || free > len(s.ents) {
+			return errors.New("free list is corrupt")
+		}
+		free++
+	}
+	if free+live != len(s.ents) {
+		return fmt.Errorf("free %d + live %d != slots %d", free, live, len(s.ents))
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime"
+	"time"
+
+	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/evict"
+	"github.com/tidekv/tide/expiry"
+)
+
+// DefaultMaxKeySize is the longest key accepted when Config.MaxKeySize is 0.
+const DefaultMaxKeySize = 64 << 10
+
+// maxKeySizeLimit is the largest Config.MaxKeySize accepted.
+const maxKeySizeLimit = 16 << 20
+
+// minShardBytes is the smallest per-shard cap the default shard count
+// produces when MaxBytes is set.
+const minShardBytes = 1 << 20
+
+// Config configures an Engine. The zero value is a valid configuration: an
+// unbounded engine on the real clock with a 100 ms active expiry cycle.
+type Config struct {
+	// Shards is the number of independently locked shards, rounded up to a
+	// power of two (at most 65536). 0 picks 16×GOMAXPROCS (at least 64),
+	// reduced when MaxBytes is set so that each shard's cap is at least
+	// 1 MiB.
+	Shards int
+
+	// Clock is the time source. nil means clock.Real.
+	Clock clock.Clock
+
+	// ExpiryInterval is the period of the active expiry cycle. 0 means
+	// 100 ms. A negative value starts no background goroutine: expiry is
+	// then lazy plus whatever RunExpiryCycle calls the caller makes.
+	ExpiryInterval time.Duration
+
+	// ExpiryBudget bounds the work of one active expiry cycle. Zero fields
+	// mean defaults (see expiry.Budget).
+	ExpiryBudget expiry.Budget
+
+	// MaxKeySize is the longest key accepted, in bytes. 0 means 64 KiB.
+	MaxKeySize int
+
+	// MaxBytes caps the accounted memory: for every entry, key + value +
+	// EntryOverhead. 0 means no cap. The cap is split evenly across shards,
+	// so an entry larger than MaxBytes/Shards is ErrTooLarge.
+	MaxBytes int64
+
+	// Policy chooses victims when a write needs room under MaxBytes. The
+	// zero value is evict.NoEviction: such writes fail with ErrOutOfMemory.
+	Policy evict.Spec
+
+	// OnRemove, if set, is called after every removal with its cause. It
+	// runs outside every engine lock, on the goroutine that caused the
+	// removal (or the expiry goroutine). It may call the engine.
+	OnRemove func(Removal)
+}
+
+func (c Config) resolve() (Config, int, error) {
+	if c.Shards < 0 || c.Shards > 1<<16 {
+		return c, 0, fmt.Errorf("%w: Shards = %d, want 0..65536", ErrInvalidConfig, c.Shards)
+	}
+	if c.MaxKeySize < 0 || c.MaxKeySize > maxKeySizeLimit {
+		return c, 0, fmt.Errorf("%w: MaxKeySize = %d, want 0..%d", ErrInvalidConfig, c.MaxKeySize, maxKeySizeLimit)
+	}
+	if c.MaxBytes < 0 {
+		return c, 0, fmt.Errorf("%w: MaxBytes = %d, want ≥ 0", ErrInvalidConfig, c.MaxBytes)
+	}
+	if c.ExpiryBudget.Count < 0 || c.ExpiryBudget.Batch < 0 || c.ExpiryBudget.Time < 0 {
+		return c, 0, fmt.Errorf("%w: ExpiryBudget = %+v, want fields ≥ 0", ErrInvalidConfig, c.ExpiryBudget)
+	}
+	if c.Policy.New == nil && c.Policy.Name != "" && c.Policy.Name != evict.NoEviction.Name {
+		return c, 0, fmt.Errorf("%w: Policy %q has no constructor", ErrInvalidConfig, c.Policy.Name)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.ExpiryInterval == 0 {
+		c.ExpiryInterval = 100 * time.Millisecond
+	}
+	if c.MaxKeySize == 0 {
+		c.MaxKeySize = DefaultMaxKeySize
+	}
+	n := c.Shards
+	if n == 0 {
+		n = max(64, 16*runtime.GOMAXPROCS(0))
+		if c.MaxBytes > 0 {
+			n = min(n, int(max(1, c.MaxBytes/minShardBytes)))
+		}
+	}
+	n = 1 << bits.Len(uint(n-1)) // round up to a power of two
+	if c.MaxBytes > 0 && c.Shards == 0 {
+		for n > 1 && c.MaxBytes/int64(n) < minShardBytes {
+			n /= 2
+		}
+	}
+	return c, n, nil
+}

@@ -1,0 +1,1076 @@
+// Package engine is tide's embedded key-value engine: a sharded hash map of
+// versioned byte values with exact TTLs, atomic counters, conditional and
+// compare-and-swap writes, a memory cap with pluggable eviction, and removal
+// notifications that tell expiry from eviction.
+//
+// # Model
+//
+// Keys are strings (any bytes, the empty string included) up to
+// Config.MaxKeySize. Values are []byte, copied on write; reads return copies
+// (or append into a caller's buffer), never memory the engine will change.
+//
+// Every successful write that changes a key's value assigns it a new
+// version: a uint64 from a per-shard counter that only increases, so a
+// version is never reused for a key, even after the key was deleted,
+// expired or evicted and then created again. Changing only a key's TTL
+// (Expire, Persist, GetAndExpire) or its pinning does not change its
+// version. Versions of different keys may be compared only for equality.
+//
+// A key written with TTL d at time t is visible while now < t+d and gone
+// from t+d on. A plain write clears the TTL; SetOptions.KeepTTL keeps it;
+// counters keep it; SetOptions.TTLOnCreate and IncrOptions.TTL set it only
+// when the write creates the key.
+//
+// # Expiry and eviction
+//
+// A due entry is never returned. Any access to a due entry removes it (lazy
+// expiry); a background cycle removes due entries in deadline order from a
+// B-tree index, a bounded batch at a time (active expiry; see package
+// expiry). Eviction is different: under Config.MaxBytes, a write that needs
+// room first reclaims due entries, then evicts live ones chosen by
+// Config.Policy. Every removal has exactly one Cause.
+//
+// # Concurrency
+//
+// An Engine is safe for concurrent use. Every operation on a key is
+// linearizable. Reads of a live key take a shard's lock in shared mode and
+// do not read the clock unless the key has a TTL.
+package engine
+
+import (
+	"fmt"
+	"iter"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/expiry"
+)
+
+// Cause says why an entry was removed.
+type Cause uint8
+
+const (
+	// Deleted: removed by Delete, GetAndDelete, CompareAndDelete, a
+	// transaction, or an Expire whose deadline was already due (as Redis's
+	// EXPIRE does).
+	Deleted Cause = iota + 1
+	// Expired: its deadline passed (lazy or active expiry).
+	Expired
+	// Evicted: chosen by the eviction policy to make room under MaxBytes.
+	Evicted
+	// Replaced: its value was overwritten by a write.
+	Replaced
+)
+
+func (c Cause) String() string {
+	switch c {
+	case Deleted:
+		return "deleted"
+	case Expired:
+		return "expired"
+	case Evicted:
+		return "evicted"
+	case Replaced:
+		return "replaced"
+	}
+	return "cause(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Removal describes a removed (or replaced) value, as given to
+// Config.OnRemove.
+type Removal struct {
+	Key     string
+	Value   []byte // the value that was removed or replaced
+	Version uint64 // its version
+	Cause   Cause
+}
+
+// NoTTL is the TTL reported for a key that has no expiry.
+const NoTTL time.Duration = -1
+
+// Item is a value with its metadata.
+type Item struct {
+	Value   []byte
+	Version uint64
+	// TTL is the time left before the key expires, or NoTTL.
+	TTL time.Duration
+	// Pinned reports whether the key is exempt from eviction.
+	Pinned bool
+}
+
+// Condition restricts a write to a key that exists or does not.
+type Condition uint8
+
+const (
+	// Always writes whether or not the key exists.
+	Always Condition = iota
+	// IfAbsent writes only if the key does not exist (Redis SET NX). A due
+	// key does not exist.
+	IfAbsent
+	// IfPresent writes only if the key exists (Redis SET XX).
+	IfPresent
+)
+
+// SetOptions modify a write. The zero value is a plain write: it creates or
+// overwrites the key and clears any TTL.
+type SetOptions struct {
+	// TTL, if positive, makes the key expire TTL from now. Negative is
+	// ErrInvalidTTL.
+	TTL time.Duration
+	// KeepTTL keeps an existing key's deadline (Redis KEEPTTL). It cannot
+	// be combined with TTL unless TTLOnCreate is set.
+	KeepTTL bool
+	// TTLOnCreate applies TTL only if this write creates the key; an
+	// existing key keeps its deadline (or lack of one).
+	TTLOnCreate bool
+	// Only restricts the write to an absent or present key.
+	Only Condition
+	// IfVersion, if non-zero, makes the write a compare-and-swap: it
+	// happens only if the key exists with exactly this version.
+	IfVersion uint64
+	// Pin exempts the key from eviction. Pinning is sticky: a later write
+	// without Pin keeps it pinned; Engine.Pin changes it.
+	Pin bool
+}
+
+// IncrOptions modify a counter operation.
+type IncrOptions struct {
+	// TTL, if positive, is set only when the increment creates the key
+	// (the fixed-window counter needs exactly this). An existing key keeps
+	// its deadline.
+	TTL time.Duration
+	// Pin exempts a key created by this increment from eviction (fencing
+	// counters need this).
+	Pin bool
+}
+
+// Stats is a snapshot of the engine's counters.
+type Stats struct {
+	Hits, Misses uint64
+	Writes       uint64 // successful writes (sets, counters, swaps)
+	Expired      uint64 // removed because their deadline passed
+	Evicted      uint64 // removed to make room under MaxBytes
+	Deleted      uint64 // removed by a delete
+	Replaced     uint64 // values overwritten
+	Entries      int    // resident entries, due ones not yet reclaimed included
+	Due          int    // resident entries past their deadline, not yet reclaimed
+	Bytes        int64  // accounted bytes of resident entries
+	MaxBytes     int64
+	ArenaBytes   int64 // bytes held by the shards' key/value arenas
+	Shards       int
+}
+
+// Engine is the key-value engine. Create it with New; its zero value is not
+// usable. See the package documentation for the semantics.
+type Engine struct {
+	shards   []shard
+	mask     uint64
+	clock    clock.Clock
+	maxKey   int
+	onRemove func(Removal)
+	closed   atomic.Bool
+
+	cycleMu sync.Mutex // guards cycle
+	cycle   *expiry.Cycle
+
+	closeOnce sync.Once
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// New returns an engine configured by cfg, or an error wrapping
+// ErrInvalidConfig that names the offending field.
+func New(cfg Config) (*Engine, error) {
+	cfg, n, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		shards:   make([]shard, n),
+		mask:     uint64(n - 1),
+		clock:    cfg.Clock,
+		maxKey:   cfg.MaxKeySize,
+		onRemove: cfg.OnRemove,
+		done:     make(chan struct{}),
+	}
+	parts := make([]expiry.Reclaimer, n)
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.idx = expiry.NewIndex()
+		if cfg.MaxBytes > 0 {
+			s.maxBytes = cfg.MaxBytes / int64(n)
+		}
+		if cfg.Policy.New != nil {
+			s.pol = cfg.Policy.New(s.maxBytes)
+			s.volatile = cfg.Policy.Volatile
+		}
+		parts[i] = reclaimer{e, s}
+	}
+	e.cycle = expiry.NewCycle(parts, cfg.ExpiryBudget, clock.Real{}.Now)
+	if cfg.ExpiryInterval > 0 {
+		e.wg.Add(1)
+		go e.expireLoop(cfg.ExpiryInterval)
+	}
+	return e, nil
+}
+
+type reclaimer struct {
+	e *Engine
+	s *shard
+}
+
+func (r reclaimer) ReclaimDue(now int64, max int) (int, bool) {
+	var ev []Removal
+	evp := r.e.events(&ev)
+	n, more := r.s.reclaimDue(now, max, evp)
+	r.e.deliver(ev)
+	return n, more
+}
+
+func (e *Engine) expireLoop(every time.Duration) {
+	defer e.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-t.C:
+		}
+		for {
+			_, more := e.RunExpiryCycle()
+			if !more {
+				break
+			}
+			select {
+			case <-e.done:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// RunExpiryCycle runs one active expiry cycle now: it removes due entries in
+// deadline order within the configured budget, and reports how many it
+// removed and whether due entries remain. The background goroutine calls it
+// every ExpiryInterval (and again at once while entries remain); tests with
+// a manual clock call it by hand.
+func (e *Engine) RunExpiryCycle() (removed int, more bool) {
+	if e.closed.Load() {
+		return 0, false
+	}
+	e.cycleMu.Lock()
+	defer e.cycleMu.Unlock()
+	return e.cycle.Run(e.clock.Now())
+}
+
+// Close stops the background goroutine and releases the engine's memory.
+// Later operations return ErrClosed (reads report a miss). Close is
+// idempotent and always returns nil.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.closed.Store(true)
+		close(e.done)
+		e.wg.Wait()
+		for i := range e.shards {
+			s := &e.shards[i]
+			s.mu.Lock()
+			s.closed = true
+			s.tab.Reset()
+			s.ents, s.arena, s.freeHead, s.live, s.bytes, s.evictb, s.garbage = nil, nil, 0, 0, 0, 0, 0
+			s.idx.Clear()
+			s.pol = nil
+			s.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+func (e *Engine) shardFor(key string) (*shard, uint64) {
+	h := xxhash.Sum64String(key)
+	return &e.shards[h&e.mask], h
+}
+
+// events returns where a locked operation should record removals: nil when
+// no listener is set (so nothing is copied).
+func (e *Engine) events(buf *[]Removal) *[]Removal {
+	if e.onRemove == nil {
+		return nil
+	}
+	return buf
+}
+
+// deliver calls the listener outside every lock.
+func (e *Engine) deliver(ev []Removal) {
+	for i := range ev {
+		e.onRemove(ev[i])
+	}
+}
+
+// Get returns a copy of key's value.
+func (e *Engine) Get(key string) ([]byte, bool) {
+	return e.AppendGet(nil, key)
+}
+
+// AppendGet appends key's value to dst and returns the extended buffer. It
+// allocates nothing when dst has room.
+func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
+	s, h := e.shardFor(key)
+	s.mu.RLock()
+	slot, ok := s.findLocked(key, h)
+	if !ok {
+		if s.pol != nil {
+			s.pol.Miss(h)
+		}
+		s.mu.RUnlock()
+		s.misses.Add(1)
+		return dst, false
+	}
+	en := &s.ents[slot]
+	if en.deadline != 0 && e.clock.Now() >= en.deadline {
+		s.mu.RUnlock()
+		e.expireNow(s, key, h)
+		s.misses.Add(1)
+		return dst, false
+	}
+	dst = append(dst, s.valueOf(en)...)
+	if en.flags&flagTracked != 0 {
+		s.pol.Access(evictHandle(slot))
+	}
+	s.mu.RUnlock()
+	s.hits.Add(1)
+	return dst, true
+}
+
+// GetItem returns a copy of key's value with its version and TTL.
+func (e *Engine) GetItem(key string) (Item, bool) {
+	s, h := e.shardFor(key)
+	s.mu.RLock()
+	slot, ok := s.findLocked(key, h)
+	if !ok {
+		if s.pol != nil {
+			s.pol.Miss(h)
+		}
+		s.mu.RUnlock()
+		s.misses.Add(1)
+		return Item{}, false
+	}
+	en := &s.ents[slot]
+	var now int64
+	if en.deadline != 0 {
+		now = e.clock.Now()
+		if now >= en.deadline {
+			s.mu.RUnlock()
+			e.expireNow(s, key, h)
+			s.misses.Add(1)
+			return Item{}, false
+		}
+	}
+	it := itemOf(s, en, now)
+	if en.flags&flagTracked != 0 {
+		s.pol.Access(evictHandle(slot))
+	}
+	s.mu.RUnlock()
+	s.hits.Add(1)
+	return it, true
+}
+
+func itemOf(s *shard, en *entry, now int64) Item {
+	it := Item{Value: append([]byte{}, s.valueOf(en)...), Version: en.version, TTL: NoTTL, Pinned: en.flags&flagPinned != 0}
+	if en.deadline != 0 {
+		it.TTL = time.Duration(en.deadline - now)
+	}
+	return it
+}
+
+// expireNow removes key if it is (still) due: lazy expiry, upgraded to the
+// exclusive lock.
+func (e *Engine) expireNow(s *shard, key string, h uint64) {
+	var ev []Removal
+	evp := e.events(&ev)
+	s.mu.Lock()
+	if slot, ok := s.findLocked(key, h); ok && !s.closed {
+		en := &s.ents[slot]
+		if en.deadline != 0 && e.clock.Now() >= en.deadline {
+			s.removeLocked(slot, h, Expired, evp)
+		}
+	}
+	s.mu.Unlock()
+	e.deliver(ev)
+}
+
+// lookupLocked finds key for a writer, removing it first if it is due. It
+// returns the slot and whether a live entry exists.
+func (s *shard) lookupLocked(key string, h uint64, now int64, ev *[]Removal) (uint32, bool) {
+	slot, ok := s.findLocked(key, h)
+	if ok {
+		if d := s.ents[slot].deadline; d != 0 && now >= d {
+			s.removeLocked(slot, h, Expired, ev)
+			return 0, false
+		}
+	}
+	return slot, ok
+}
+
+// deadlineAfter returns now+ttl, or ErrInvalidTTL if ttl ≤ 0 or the sum
+// overflows.
+func deadlineAfter(now int64, ttl time.Duration) (int64, error) {
+	if ttl <= 0 {
+		return 0, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
+	}
+	if now > math.MaxInt64-int64(ttl) {
+		return 0, fmt.Errorf("%w: %v overflows the clock", ErrInvalidTTL, ttl)
+	}
+	return now + int64(ttl), nil
+}
+
+func (e *Engine) checkKey(key string) error {
+	if len(key) > e.maxKey {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrKeyTooLarge, len(key), e.maxKey)
+	}
+	return nil
+}
+
+// Set stores value under key with no TTL (clearing any TTL the key had) and
+// returns the new version.
+func (e *Engine) Set(key string, value []byte) (version uint64, err error) {
+	version, _, err = e.SetWith(key, value, SetOptions{})
+	return version, err
+}
+
+// SetTTL stores value under key, expiring ttl from now. A ttl ≤ 0 is
+// ErrInvalidTTL.
+func (e *Engine) SetTTL(key string, value []byte, ttl time.Duration) (version uint64, err error) {
+	if ttl <= 0 {
+		return 0, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
+	}
+	version, _, err = e.SetWith(key, value, SetOptions{TTL: ttl})
+	return version, err
+}
+
+// SetWith stores value under key as modified by o. It returns the new
+// version and true, or false if o's condition (Only, IfVersion) did not
+// hold, in which case nothing changed. Errors: ErrKeyTooLarge,
+// ErrInvalidTTL, ErrInvalidOptions, ErrTooLarge, ErrOutOfMemory, ErrClosed;
+// on error nothing changed.
+func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64, ok bool, err error) {
+	if err := e.checkKey(key); err != nil {
+		return 0, false, err
+	}
+	if o.TTL < 0 {
+		return 0, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, o.TTL)
+	}
+	if o.KeepTTL && o.TTL > 0 && !o.TTLOnCreate {
+		return 0, false, fmt.Errorf("%w: TTL with KeepTTL", ErrInvalidOptions)
+	}
+	if o.Only > IfPresent || (o.IfVersion != 0 && o.Only == IfAbsent) {
+		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", ErrInvalidOptions, o.Only, o.IfVersion)
+	}
+	if e.closed.Load() {
+		return 0, false, ErrClosed
+	}
+	s, h := e.shardFor(key)
+	var ev []Removal
+	evp := e.events(&ev)
+	s.mu.Lock()
+	version, ok, err = s.setLocked(e, key, h, value, o, evp)
+	s.mu.Unlock()
+	e.deliver(ev)
+	return version, ok, err
+}
+
+// setLocked is SetWith under the shard's exclusive lock.
+func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOptions, ev *[]Removal) (uint64, bool, error) {
+	if s.closed {
+		return 0, false, ErrClosed
+	}
+	now := e.clock.Now()
+	slot, found := s.lookupLocked(key, h, now, ev)
+	switch {
+	case o.Only == IfAbsent && found, o.Only == IfPresent && !found:
+		return 0, false, nil
+	case o.IfVersion != 0 && (!found || s.ents[slot].version != o.IfVersion):
+		return 0, false, nil
+	}
+	var deadline int64
+	switch {
+	case found && (o.KeepTTL || o.TTLOnCreate):
+		deadline = s.ents[slot].deadline
+	case o.TTL > 0:
+		d, err := deadlineAfter(now, o.TTL)
+		if err != nil {
+			return 0, false, err
+		}
+		deadline = d
+	}
+	return s.writeLocked(key, h, slot, found, value, deadline, o.Pin, now, ev)
+}
+
+// writeLocked stores value under key (at slot if found) with the given
+// deadline, enforcing the memory cap first. On error nothing changed.
+func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, now int64, ev *[]Removal) (uint64, bool, error) {
+	newSize := int64(len(key)) + int64(len(value)) + EntryOverhead
+	if int64(len(key))+int64(len(value)) > maxArena/2 || (s.maxBytes > 0 && newSize > s.maxBytes) {
+		return 0, false, fmt.Errorf("%w: %d bytes, a shard holds at most %d", ErrTooLarge, newSize, min(s.maxBytes, maxArena/2))
+	}
+	var oldSize int64
+	var excl [1]uint32
+	exclude := excl[:0]
+	if found {
+		oldSize = s.ents[slot].size()
+		exclude = append(exclude, slot)
+	}
+	if err := s.makeRoomLocked(newSize-oldSize, now, exclude, ev); err != nil {
+		if found {
+			s.syncPolicyLocked(slot, &s.ents[slot], h, oldSize, false)
+		}
+		return 0, false, err
+	}
+	s.version++
+	s.writes++
+	if found {
+		en := &s.ents[slot]
+		if ev != nil {
+			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), s.valueOf(en)...), Version: en.version, Cause: Replaced})
+		}
+		s.replaced++
+		if uint32(len(value)) <= en.vlen {
+			copy(s.arena[en.off+en.klen:], value)
+			s.garbage += int(en.vlen) - len(value)
+		} else {
+			n := len(key) + len(value)
+			off := s.allocLocked(n) // may move en's bytes
+			copy(s.arena[off:], key)
+			copy(s.arena[off+uint32(len(key)):], value)
+			s.garbage += int(en.klen + en.vlen)
+			en.off = off
+		}
+		en.vlen = uint32(len(value))
+		en.version = s.version
+		if pin {
+			en.flags |= flagPinned
+		}
+		s.setDeadlineLocked(slot, en, deadline)
+		s.bytes += en.size() - oldSize
+		s.syncPolicyLocked(slot, en, h, oldSize, true)
+		return en.version, true, nil
+	}
+	n := len(key) + len(value)
+	off := s.allocLocked(n)
+	copy(s.arena[off:], key)
+	copy(s.arena[off+uint32(len(key)):], value)
+	slot = s.newSlotLocked()
+	en := &s.ents[slot]
+	*en = entry{version: s.version, off: off, klen: uint32(len(key)), vlen: uint32(len(value)), flags: flagLive}
+	if pin {
+		en.flags |= flagPinned
+	}
+	s.setDeadlineLocked(slot, en, deadline)
+	s.tab.Insert(tableTag(h), slot)
+	s.live++
+	s.bytes += en.size()
+	s.syncPolicyLocked(slot, en, h, 0, true)
+	return en.version, true, nil
+}
+
+// CompareAndSwap stores value under key if the key's current version is old,
+// keeping its TTL and pinning, and returns the new version:
+//
+//	if exists(key) && version(key) == old {
+//		value(key), version(key) = value, next()
+//		return version(key), true, nil
+//	}
+//	return 0, false, nil
+//
+// A missing or due key never matches. Errors are those of SetWith.
+func (e *Engine) CompareAndSwap(key string, old uint64, value []byte) (version uint64, swapped bool, err error) {
+	if old == 0 {
+		return 0, false, nil
+	}
+	return e.SetWith(key, value, SetOptions{IfVersion: old, KeepTTL: true})
+}
+
+// Delete removes key and reports whether it existed.
+func (e *Engine) Delete(key string) (deleted bool) {
+	_, deleted = e.remove(key, 0, false)
+	return deleted
+}
+
+// CompareAndDelete removes key if its current version is version:
+//
+//	if exists(key) && version(key) == version {
+//		delete(key)
+//		return true
+//	}
+//	return false
+func (e *Engine) CompareAndDelete(key string, version uint64) (deleted bool) {
+	if version == 0 {
+		return false
+	}
+	_, deleted = e.remove(key, version, false)
+	return deleted
+}
+
+// GetAndDelete removes key and returns the value it had (Redis GETDEL).
+func (e *Engine) GetAndDelete(key string) (value []byte, loaded bool) {
+	return e.remove(key, 0, true)
+}
+
+func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
+	if e.closed.Load() || len(key) > e.maxKey {
+		return nil, false
+	}
+	s, h := e.shardFor(key)
+	var ev []Removal
+	evp := e.events(&ev)
+	var val []byte
+	s.mu.Lock()
+	slot, ok := s.lookupLocked(key, h, e.clock.Now(), evp)
+	if ok && version != 0 && s.ents[slot].version != version {
+		ok = false
+	}
+	if ok {
+		if load {
+			val = append([]byte{}, s.valueOf(&s.ents[slot])...)
+		}
+		s.removeLocked(slot, h, Deleted, evp)
+		s.maybeShrinkLocked()
+	}
+	s.mu.Unlock()
+	e.deliver(ev)
+	return val, ok
+}
+
+// ExpireCondition restricts Expire as Redis's EXPIRE options do.
+type ExpireCondition uint8
+
+const (
+	// ExpireAlways sets the deadline unconditionally.
+	ExpireAlways ExpireCondition = iota
+	// ExpireNX sets it only if the key has no TTL.
+	ExpireNX
+	// ExpireXX sets it only if the key has a TTL.
+	ExpireXX
+	// ExpireGT sets it only if it is later than the current one (a key
+	// without TTL counts as infinite, so GT never applies to it).
+	ExpireGT
+	// ExpireLT sets it only if it is earlier than the current one (a key
+	// without TTL counts as infinite, so LT always applies to it).
+	ExpireLT
+)
+
+// Expire sets key to expire ttl from now if cond holds, and reports whether
+// it did. A ttl ≤ 0 makes the deadline already due: the key is deleted (as
+// Redis's EXPIRE does; the removal's cause is Deleted). A ttl that
+// overflows the clock is ErrInvalidTTL.
+func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bool, error) {
+	now := e.clock.Now()
+	if ttl > 0 && now > math.MaxInt64-int64(ttl) {
+		return false, fmt.Errorf("%w: %v overflows the clock", ErrInvalidTTL, ttl)
+	}
+	d := now + int64(ttl)
+	if ttl <= 0 {
+		d = now
+	}
+	return e.expireAt(key, d, cond, now)
+}
+
+// ExpireAt is Expire with an absolute deadline on the engine's clock.
+func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) (bool, error) {
+	d := deadline.UnixNano() // saturates outside 1678..2262
+	if deadline.After(time.Unix(0, math.MaxInt64)) {
+		return false, fmt.Errorf("%w: deadline %v past the clock's range", ErrInvalidTTL, deadline)
+	}
+	return e.expireAt(key, d, cond, e.clock.Now())
+}
+
+func (e *Engine) expireAt(key string, d int64, cond ExpireCondition, now int64) (bool, error) {
+	if cond > ExpireLT {
+		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
+	}
+	if e.closed.Load() {
+		return false, ErrClosed
+	}
+	if len(key) > e.maxKey {
+		return false, nil
+	}
+	s, h := e.shardFor(key)
+	var ev []Removal
+	evp := e.events(&ev)
+	s.mu.Lock()
+	done := false
+	if slot, ok := s.lookupLocked(key, h, now, evp); ok {
+		en := &s.ents[slot]
+		cur := en.deadline
+		switch cond {
+		case ExpireAlways:
+			done = true
+		case ExpireNX:
+			done = cur == 0
+		case ExpireXX:
+			done = cur != 0
+		case ExpireGT:
+			done = cur != 0 && d > cur
+		case ExpireLT:
+			done = cur == 0 || d < cur
+		}
+		if done {
+			if d <= now {
+				s.removeLocked(slot, h, Deleted, evp)
+				s.maybeShrinkLocked()
+			} else {
+				size := en.size()
+				s.setDeadlineLocked(slot, en, d)
+				s.syncPolicyLocked(slot, en, h, size, false)
+			}
+		}
+	}
+	s.mu.Unlock()
+	e.deliver(ev)
+	return done, nil
+}
+
+// Persist removes key's TTL and reports whether it had one.
+func (e *Engine) Persist(key string) bool {
+	if e.closed.Load() || len(key) > e.maxKey {
+		return false
+	}
+	s, h := e.shardFor(key)
+	var ev []Removal
+	evp := e.events(&ev)
+	s.mu.Lock()
+	done := false
+	if slot, ok := s.lookupLocked(key, h, e.clock.Now(), evp); ok {
+		en := &s.ents[slot]
+		if en.deadline != 0 {
+			size := en.size()
+			s.setDeadlineLocked(slot, en, 0)
+			s.syncPolicyLocked(slot, en, h, size, false)
+			done = true
+		}
+	}
+	s.mu.Unlock()
+	e.deliver(ev)
+	return done
+}
+
+// Pin sets or clears key's exemption from eviction and reports whether the
+// key exists.
+func (e *Engine) Pin(key string, pinned bool) bool {
+	if e.closed.Load() || len(key) > e.maxKey {
+		return false
+	}
+	s, h := e.shardFor(key)
+	var ev []Removal
+	evp := e.events(&ev)
+	s.mu.Lock()
+	slot, ok := s.lookupLocked(key, h, e.clock.Now(), evp)
+	if ok {
+		en := &s.ents[slot]
+		if pinned {
+			en.flags |= flagPinned
+		} else {
+			en.flags &^= flagPinned
+		}
+		s.syncPolicyLocked(slot, en, h, en.size(), false)
+	}
+	s.mu.Unlock()
+	e.deliver(ev)
+	return ok
+}
+
+// TTL reports the time left before key expires: ok is false if the key does
+// not exist; ttl is NoTTL if it exists without expiry.
+func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
+	it, ok := e.peek(key)
+	return it.TTL, ok
+}
+
+// peek reads key's metadata without copying its value or counting a hit.
+func (e *Engine) peek(key string) (Item, bool) {
+	s, h := e.shardFor(key)
+	s.mu.RLock()
+	slot, ok := s.findLocked(key, h)
+	if !ok {
+		s.mu.RUnlock()
+		return Item{}, false
+	}
+	en := &s.ents[slot]
+	it := Item{Version: en.version, TTL: NoTTL, Pinned: en.flags&flagPinned != 0}
+	if en.deadline != 0 {
+		now := e.clock.Now()
+		if now >= en.deadline {
+			s.mu.RUnlock()
+			e.expireNow(s, key, h)
+			return Item{}, false
+		}
+		it.TTL = time.Duration(en.deadline - now)
+	}
+	s.mu.RUnlock()
+	return it, true
+}
+
+// GetAndExpire returns key's item and sets it to expire ttl from now, in one
+// step (Redis GETEX; a sliding TTL). A ttl ≤ 0 is ErrInvalidTTL.
+func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error) {
+	if ttl <= 0 {
+		return Item{}, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
+	}
+	if e.closed.Load() {
+		return Item{}, false, ErrClosed
+	}
+	if len(key) > e.maxKey {
+		return Item{}, false, nil
+	}
+	now := e.clock.Now()
+	d, err := deadlineAfter(now, ttl)
+	if err != nil {
+		return Item{}, false, err
+	}
+	s, h := e.shardFor(key)
+	var ev []Removal
+	evp := e.events(&ev)
+	s.mu.Lock()
+	slot, ok := s.lookupLocked(key, h, now, evp)
+	var it Item
+	if ok {
+		en := &s.ents[slot]
+		size := en.size()
+		s.setDeadlineLocked(slot, en, d)
+		s.syncPolicyLocked(slot, en, h, size, true)
+		it = itemOf(s, en, now)
+	}
+	s.mu.Unlock()
+	e.deliver(ev)
+	if ok {
+		s.hits.Add(1)
+	} else {
+		s.misses.Add(1)
+	}
+	return it, ok, nil
+}
+
+// Incr adds 1 to the integer at key; see IncrBy.
+func (e *Engine) Incr(key string) (int64, error) { return e.IncrWith(key, 1, IncrOptions{}) }
+
+// Decr subtracts 1 from the integer at key; see IncrBy.
+func (e *Engine) Decr(key string) (int64, error) { return e.IncrWith(key, -1, IncrOptions{}) }
+
+// IncrBy adds delta to the integer at key and returns the result:
+//
+//	n := 0
+//	if exists(key) { n = parse(value(key)) }  // else ErrNotInteger
+//	n += delta                                  // else ErrOverflow
+//	value(key), version(key) = format(n), next()
+//	return n
+//
+// The value is a base-10 int64 in canonical ASCII form (Redis-compatible:
+// no sign other than a leading '-', no leading zeros, no spaces, no "-0").
+// A missing key counts as 0. The key's TTL is kept. On error the value is
+// unchanged.
+func (e *Engine) IncrBy(key string, delta int64) (int64, error) {
+	return e.IncrWith(key, delta, IncrOptions{})
+}
+
+// DecrBy subtracts delta from the integer at key; see IncrBy.
+func (e *Engine) DecrBy(key string, delta int64) (int64, error) {
+	if delta == math.MinInt64 {
+		return 0, ErrOverflow
+	}
+	return e.IncrWith(key, -delta, IncrOptions{})
+}
+
+// IncrWith is IncrBy with options that apply when the increment creates the
+// key: a TTL (set only then, so a fixed window is not extended by later
+// increments) and pinning.
+func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error) {
+	if err := e.checkKey(key); err != nil {
+		return 0, err
+	}
+	if o.TTL < 0 {
+		return 0, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, o.TTL)
+	}
+	if e.closed.Load() {
+		return 0, ErrClosed
+	}
+	s, h := e.shardFor(key)
+	var ev []Removal
+	evp := e.events(&ev)
+	s.mu.Lock()
+	n, err := s.incrLocked(e, key, h, delta, o, evp)
+	s.mu.Unlock()
+	e.deliver(ev)
+	return n, err
+}
+
+func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrOptions, ev *[]Removal) (int64, error) {
+	if s.closed {
+		return 0, ErrClosed
+	}
+	now := e.clock.Now()
+	slot, found := s.lookupLocked(key, h, now, ev)
+	var n int64
+	var deadline int64
+	if found {
+		en := &s.ents[slot]
+		v, ok := parseInt(s.valueOf(en))
+		if !ok {
+			return 0, ErrNotInteger
+		}
+		n = v
+		deadline = en.deadline
+	} else if o.TTL > 0 {
+		d, err := deadlineAfter(now, o.TTL)
+		if err != nil {
+			return 0, err
+		}
+		deadline = d
+	}
+	if (delta > 0 && n > math.MaxInt64-delta) || (delta < 0 && n < math.MinInt64-delta) {
+		return 0, ErrOverflow
+	}
+	n += delta
+	var buf [20]byte
+	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin && !found, now, ev); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// parseInt parses a canonical base-10 int64 as Redis's string2ll does.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	if b[0] < '1' || b[0] > '9' {
+		return 0, false // leading zero, "-0", sign, space, or garbage
+	}
+	var u uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if u > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		u = u*10 + d
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true // -(1<<63) wraps to MinInt64 as intended
+	}
+	if u > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(u), true
+}
+
+// Len returns the number of resident entries, including due entries that
+// have not been reclaimed yet (Stats.Due counts those).
+func (e *Engine) Len() int {
+	n := 0
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.RLock()
+		n += s.live
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+// Stats returns a snapshot of the engine's counters. It costs O(shards +
+// due entries).
+func (e *Engine) Stats() Stats {
+	now := e.clock.Now()
+	st := Stats{Shards: len(e.shards)}
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.RLock()
+		st.Writes += s.writes
+		st.Expired += s.expired
+		st.Evicted += s.evicted
+		st.Deleted += s.deleted
+		st.Replaced += s.replaced
+		st.Entries += s.live
+		st.Due += s.idx.CountDue(now)
+		st.Bytes += s.bytes
+		st.MaxBytes += s.maxBytes
+		st.ArenaBytes += int64(cap(s.arena))
+		s.mu.RUnlock()
+		st.Hits += s.hits.Load()
+		st.Misses += s.misses.Load()
+	}
+	return st
+}
+
+// All returns an iterator over the live entries: key and a copy of the
+// value. It never yields a due entry. Iteration is weakly consistent, like
+// sync.Map's Range: it locks one shard at a time and yields outside the
+// lock, so entries written during the iteration may or may not be seen. It
+// does not count hits.
+func (e *Engine) All() iter.Seq2[string, []byte] {
+	return func(yield func(string, []byte) bool) {
+		for k, it := range e.Items() {
+			if !yield(k, it.Value) {
+				return
+			}
+		}
+	}
+}
+
+// Items is All with each entry's Item (version and TTL).
+func (e *Engine) Items() iter.Seq2[string, Item] {
+	return func(yield func(string, Item) bool) {
+		type kv struct {
+			k  string
+			it Item
+		}
+		const batch = 256
+		buf := make([]kv, 0, batch)
+		for i := range e.shards {
+			s := &e.shards[i]
+			for next := 0; ; {
+				buf = buf[:0]
+				s.mu.RLock()
+				now := e.clock.Now()
+				for ; next < len(s.ents) && len(buf) < batch; next++ {
+					en := &s.ents[next]
+					if en.flags&flagLive == 0 || (en.deadline != 0 && now >= en.deadline) {
+						continue
+					}
+					buf = append(buf, kv{string(s.keyOf(en)), itemOf(s, en, now)})
+				}
+				end := next >= len(s.ents)
+				s.mu.RUnlock()
+				for _, p := range buf {
+					if !yield(p.k, p.it) {
+						return
+					}
+				}
+				if end {
+					break
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tidekv/tide/evict"
+	"github.com/tidekv/tide/expiry"
+	"github.com/tidekv/tide/internal/table"
+)
+
+// Storage layout (per shard)
+//
+// Every shard keeps its entries in three pointer-free structures, so that the
+// garbage collector scans almost nothing however many entries there are:
+//
+//   - ents []entry: fixed 32-byte records (version, deadline, arena offset,
+//     key and value lengths, flags). The index of a record is its slot; the
+//     slot is also the entry's handle for the eviction policy and the
+//     expiry index. Freed slots form a free list and are reused.
+//   - arena []byte: keys and values, each entry's key immediately followed by
+//     its value. Writes append; an overwrite with a value no longer than
+//     the old one is done in place. Bytes no live entry references are
+//     counted as garbage. When an append does not fit, or garbage exceeds
+//     half the arena, the arena is rebuilt compactly with 25% headroom, so
+//     its size stays between 1× and about 1.25× the live key and value
+//     bytes plus garbage of at most a quarter.
+//   - tab table.Table: open addressing from a 32-bit tag of the key hash to
+//     the slot (8 bytes a word, load ≤ 3/4); keys are confirmed against the
+//     arena.
+//
+// Entries with a TTL also have an item (deadline, slot) in the shard's
+// expiry.Index, a B-tree of pointer-free items.
+//
+// Byte accounting is by construction: an entry accounts len(key) +
+// len(value) + EntryOverhead, and the shard's total is the sum over its
+// live entries. EntryOverhead is measured (see README, "Memory").
+
+// EntryOverhead is the number of bytes the engine accounts per entry beyond
+// its key and value: the 32-byte record, the hash-table word at its mean
+// load, arena headroom, and shard bookkeeping, as measured by
+// TestEntryOverheadMatchesHeap.
+const EntryOverhead = 64
+
+const (
+	flagLive    = 1 << iota // the slot holds an entry
+	flagPinned              // never evicted
+	flagTracked             // known to the eviction policy
+)
+
+type entry struct {
+	version  uint64
+	deadline int64 // engine-clock ns; 0 = no TTL
+	off      uint32
+	vlen     uint32
+	klen     uint32
+	flags    uint32 // flagLive | flagPinned | flagTracked; for a free slot, off is the next free slot + 1
+}
+
+func (en *entry) size() int64 { return int64(en.klen) + int64(en.vlen) + EntryOverhead }
+
+// maxArena is the largest arena a shard may have (offsets are uint32).
+const maxArena = 1<<32 - 1
+
+type shard struct {
+	// mu guards every field of the shard except hits and misses. Reads take
+	// it shared; a read hit updates eviction metadata through the policy's
+	// concurrent-safe Access, never under the exclusive lock.
+	mu       sync.RWMutex
+	tab      table.Table
+	ents     []entry
+	freeHead uint32 // slot+1 of the first free slot; 0 = none
+	arena    []byte
+	garbage  int   // arena bytes not referenced by a live entry
+	live     int   // live (resident) entries, due ones included
+	bytes    int64 // accounted bytes of live entries
+	evictb   int64 // accounted bytes of tracked (evictable) entries
+	maxBytes int64 // 0 = no cap
+	version  uint64
+	idx      *expiry.Index
+	pol      evict.Policy
+	volatile bool
+	closed   bool
+
+	writes, expired, evicted, deleted, replaced uint64
+
+	_      [64]byte
+	hits   atomic.Uint64
+	misses atomic.Uint64
+	_      [48]byte
+}
+
+func (s *shard) keyOf(en *entry) []byte { return s.arena[en.off : en.off+en.klen] }
+
+func (s *shard) valueOf(en *entry) []byte {
+	return s.arena[en.off+en.klen : en.off+en.klen+en.vlen]
+}
+
+// findLocked returns the slot holding key. s.mu must be held (shared or
+// exclusive).
+func (s *shard) findLocked(key string, hash uint64) (uint32, bool) {
+	tag := table.Tag(hash)
+	i := s.tab.Start(tag)
+	for {
+		slot, ok := s.tab.Next(tag, &i)
+		if !ok {
+			return 0, false
+		}
+		en := &s.ents[slot]
+		if int(en.klen) == len(key) && string(s.arena[en.off:en.off+en.klen]) == key {
+			return slot, true
+		}
+	}
+}
+
+// newSlotLocked takes a free slot or grows ents.
+func (s *shard) newSlotLocked() uint32 {
+	if s.freeHead != 0 {
+		slot := s.freeHead - 1
+		s.freeHead = s.ents[slot].off
+		return slot
+	}
+	s.ents = append(s.ents, entry{})
+	return uint32(len(s.ents) - 1)
+}
+
+// allocLocked reserves n contiguous arena bytes and returns their offset.
+// It may rebuild the arena, which moves every live entry's bytes (offsets
+// in ents are updated; slices of the old arena must not be used after).
+func (s *shard) allocLocked(n int) uint32 {
+	if len(s.arena)+n > cap(s.arena) {
+		s.compactLocked(n)
+	}
+	off := len(s.arena)
+	s.arena = s.arena[:off+n]
+	return uint32(off)
+}
+
+// compactLocked rebuilds the arena with only live bytes, room for extra
+// more, and 25% headroom.
+func (s *shard) compactLocked(extra int) {
+	liveBytes := len(s.arena) - s.garbage
+	want := liveBytes + extra
+	want += want / 4
+	want = max(want, 256)
+	if want > maxArena {
+		want = maxArena
+	}
+	na := make([]byte, 0, want)
+	for i := range s.ents {
+		en := &s.ents[i]
+		if en.flags&flagLive == 0 {
+			continue
+		}
+		n := en.klen + en.vlen
+		off := len(na)
+		na = append(na, s.arena[en.off:en.off+n]...)
+		en.off = uint32(off)
+	}
+	s.arena = na
+	s.garbage = 0
+}
+
+// maybeShrinkLocked releases memory after removals: all of it when the shard
+// is empty, or the garbage when it exceeds half of a large arena.
+func (s *shard) maybeShrinkLocked() {
+	if s.live == 0 {
+		if cap(s.arena) > 64<<10 || len(s.ents) > 1024 {
+			s.arena = nil
+			s.ents = nil
+			s.freeHead = 0
+			s.garbage = 0
+			s.tab.Reset()
+		} else {
+			s.arena = s.arena[:0]
+			s.garbage = 0
+		}
+		return
+	}
+	if cap(s.arena) > 64<<10 && s.garbage > len(s.arena)/2 {
+		s.compactLocked(0)
+	}
+}
+
+// trackableLocked reports whether en may be evicted by the shard's policy.
+func (s *shard) trackableLocked(en *entry) bool {
+	return s.pol != nil && en.flags&flagPinned == 0 && (!s.volatile || en.deadline != 0)
+}
+
+// syncPolicyLocked tells the policy about a change of the entry at slot.
+// oldSize is the entry's accounted size before the change (0 for a new
+// entry); written reports a write (counts as an access).
+func (s *shard) syncPolicyLocked(slot uint32, en *entry, hash uint64, oldSize int64, written bool) {
+	if s.pol == nil {
+		return
+	}
+	was := en.flags&flagTracked != 0
+	now := s.trackableLocked(en)
+	if hash == 0 && was != now || now {
+		if hash == 0 {
+			hash = xxhash.Sum64(s.keyOf(en))
+		}
+	}
+	h := evict.Handle(slot)
+	switch {
+	case was && !now:
+		s.pol.Remove(h)
+		s.evictb -= oldSize
+		en.flags &^= flagTracked
+	case !was && now:
+		s.pol.Add(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline})
+		s.evictb += en.size()
+		en.flags |= flagTracked
+	case was && now && (written || oldSize != en.size()):
+		s.pol.Update(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline})
+		s.evictb += en.size() - oldSize
+	}
+}
+
+// setDeadlineLocked moves the entry at slot to deadline d in the index.
+func (s *shard) setDeadlineLocked(slot uint32, en *entry, d int64) {
+	if en.deadline == d {
+		return
+	}
+	if en.deadline != 0 {
+		s.idx.Remove(expiry.Item{Deadline: en.deadline, Slot: slot})
+	}
+	if d != 0 {
+		s.idx.Add(expiry.Item{Deadline: d, Slot: slot})
+	}
+	en.deadline = d
+}
+
+// removeLocked removes the entry at slot and records the removal. hash may
+// be 0 if unknown (it is then recomputed from the key).
+func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Removal) {
+	en := &s.ents[slot]
+	if hash == 0 {
+		hash = xxhash.Sum64(s.keyOf(en))
+	}
+	if ev != nil {
+		*ev = append(*ev, Removal{Key: string(s.keyOf(en)), Value: append([]byte(nil), s.valueOf(en)...), Version: en.version, Cause: cause})
+	}
+	s.tab.Delete(table.Tag(hash), slot)
+	if en.deadline != 0 {
+		s.idx.Remove(expiry.Item{Deadline: en.deadline, Slot: slot})
+	}
+	if en.flags&flagTracked != 0 {
+		s.pol.Remove(evict.Handle(slot))
+		s.evictb -= en.size()
+	}
+	s.bytes -= en.size()
+	s.garbage += int(en.klen + en.vlen)
+	s.live--
+	switch cause {
+	case Expired:
+		s.expired++
+	case Evicted:
+		s.evicted++
+	case Deleted:
+		s.deleted++
+	}
+	*en = entry{off: s.freeHead}
+	s.freeHead = slot + 1
+}
+
+// reclaimDueLocked removes up to max due entries, earliest first.
+func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int) {
+	for n < max {
+		it, ok := s.idx.Min()
+		if !ok || it.Deadline > now {
+			break
+		}
+		s.removeLocked(it.Slot, 0, Expired, ev)
+		n++
+	}
+	return n
+}
+
+// makeRoomLocked ensures need more accounted bytes fit under the cap,
+// reclaiming due entries first and then evicting per policy. The entries at
+// the slots in exclude (those being written) are never evicted: they are
+// hidden from the policy, and the caller must call syncPolicyLocked for
+// each of them afterwards, whether or not makeRoomLocked succeeded. It
+// evicts nothing unless it can succeed.
+func (s *shard) makeRoomLocked(need int64, now int64, exclude []uint32, ev *[]Removal) error {
+	if s.maxBytes == 0 || s.bytes+need <= s.maxBytes {
+		return nil
+	}
+	// Due entries are logically gone already: reclaim them first.
+	for s.bytes+need > s.maxBytes {
+		if s.reclaimDueLocked(now, 64, ev) == 0 {
+			break
+		}
+	}
+	if s.bytes+need <= s.maxBytes {
+		return nil
+	}
+	if s.pol == nil {
+		return ErrOutOfMemory
+	}
+	evictable := s.evictb
+	for _, x := range exclude {
+		if en := &s.ents[x]; en.flags&flagTracked != 0 {
+			evictable -= en.size()
+		}
+	}
+	if s.bytes-evictable+need > s.maxBytes {
+		return ErrOutOfMemory
+	}
+	for _, x := range exclude {
+		if en := &s.ents[x]; en.flags&flagTracked != 0 {
+			s.pol.Remove(evict.Handle(x))
+			s.evictb -= en.size()
+			en.flags &^= flagTracked
+		}
+	}
+	for s.bytes+need > s.maxBytes {
+		h, ok := s.pol.Victim(now)
+		if !ok || s.ents[h].flags&flagTracked == 0 {
+			// Unreachable while the policy and evictb are consistent
+			// (check verifies both); fail safe.
+			return ErrOutOfMemory
+		}
+		s.removeLocked(uint32(h), 0, Evicted, ev)
+	}
+	return nil
+}
+
+// ReclaimDue implements expiry.Reclaimer for the active cycle.
+func (s *shard) reclaimDue(now int64, max int, ev *[]Removal) (int, bool) {
+	s.mu.Lock()
+	n := s.reclaimDueLocked(now, max, ev)
+	more := false
+	if it, ok := s.idx.Min(); ok && it.Deadline <= now {
+		more = true
+	}
+	if n > 0 {
+		s.maybeShrinkLocked()
+	}
+	s.mu.Unlock()
+	return n, more
+}

@@ -1,0 +1,70 @@
+// Package evict holds tide's eviction policies: the algorithms that choose
+// which live entry leaves when a shard is over its memory cap.
+//
+// The engine owns the map, the locks and the byte accounting; a policy only
+// sees handles (dense small integers naming resident entries of one shard),
+// their sizes and deadlines, read hits and misses, and chooses victims.
+// Each shard of an engine has its own Policy instance, built by Spec.New.
+//
+// Concurrency: the engine calls Add, Update, Remove and Victim with the
+// shard's write lock held, so those never run concurrently with any other
+// method of the same instance. Access and Miss are called with only the
+// shard's read lock held: they may run concurrently with each other (from
+// many goroutines) but never with Add, Update, Remove or Victim. Access and
+// Miss must therefore be safe for concurrent use (atomics, or lossy
+// best-effort updates) and must not block.
+package evict
+
+// Handle names one resident entry of a shard. The engine assigns handles
+// densely from 0 and reuses a handle after Remove, so a policy may keep its
+// per-entry metadata in slices indexed by Handle.
+type Handle uint32
+
+// Entry is what a policy is told about an evictable entry.
+type Entry struct {
+	Hash     uint64 // xxhash of the key
+	Size     int64  // accounted bytes: key + value + per-entry overhead
+	Deadline int64  // expiry deadline in engine-clock nanoseconds; 0 = no TTL
+}
+
+// Policy is one shard's eviction state. The engine only tells a policy about
+// entries it may evict: pinned entries are never added, and for a volatile
+// Spec only entries with a TTL are added (an entry that loses its TTL is
+// removed, one that gains a TTL is added).
+type Policy interface {
+	// Add records a newly evictable entry (a write that created it, or an
+	// existing entry that became evictable). A write counts as an access.
+	Add(h Handle, e Entry)
+	// Update records a write to an evictable entry (its size or deadline may
+	// have changed). A write counts as an access.
+	Update(h Handle, e Entry)
+	// Remove forgets h, whatever the cause (deleted, expired, evicted,
+	// replaced by an unevictable entry). After Remove, h may be reused.
+	Remove(h Handle)
+	// Access records a read hit on h. Called concurrently; must not block.
+	Access(h Handle)
+	// Miss records a read of an absent key with the given hash (frequency
+	// sketches count these). Called concurrently; must not block.
+	Miss(hash uint64)
+	// Victim returns the entry to evict next, or false if the policy tracks
+	// no entry. It does not remove the entry: the engine evicts it and then
+	// calls Remove. now is the engine clock in nanoseconds.
+	Victim(now int64) (Handle, bool)
+}
+
+// Spec names a policy and builds one instance per shard. The zero Spec is
+// NoEviction.
+type Spec struct {
+	// Name is the policy's name as Redis spells it ("allkeys-lru", ...).
+	Name string
+	// Volatile reports whether only entries with a TTL may be evicted.
+	Volatile bool
+	// New builds the policy for one shard whose cap is shardBytes (a hint
+	// for sizing sketches and segments; capacity in entries is unknown).
+	// New is nil for NoEviction.
+	New func(shardBytes int64) Policy
+}
+
+// NoEviction never evicts: a write that does not fit fails with
+// ErrOutOfMemory from the engine. It is the zero Spec.
+var NoEviction = Spec{Name: "noeviction"}

@@ -1,0 +1,8 @@
+module github.com/tidekv/tide
+
+go 1.26
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/google/btree v1.1.3
+)
