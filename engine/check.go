@@ -124,7 +124,7 @@ func (s *shard) checkLocked() error {
 	s.idx.Ascend(func(it expiry.Item) bool {
 		n++
 		if int(it.Slot) >= len(s.ents) || s.ents[it.Slot].flags&flagLive == 0 || s.ents[it.Slot].deadline != it.Deadline {
-			n = -1 << 40
+			n = -1 << 30
 			return false
 		}
 		return true

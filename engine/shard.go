@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -61,8 +62,9 @@ type entry struct {
 
 func (en *entry) size() int64 { return int64(en.klen) + int64(en.vlen) + EntryOverhead }
 
-// maxArena is the largest arena a shard may have (offsets are uint32).
-const maxArena = 1<<32 - 1
+// maxArena is the largest arena a shard may have: offsets are uint32, and
+// on 32-bit platforms a slice is at most MaxInt32 bytes.
+const maxArena = int64(min(uint64(math.MaxUint32), uint64(math.MaxInt)))
 
 type shard struct {
 	// mu guards every field of the shard except hits and misses. Reads take
@@ -145,8 +147,8 @@ func (s *shard) compactLocked(extra int) {
 	want := liveBytes + extra
 	want += want / 4
 	want = max(want, 256)
-	if want > maxArena {
-		want = maxArena
+	if int64(want) > maxArena {
+		want = int(maxArena)
 	}
 	na := make([]byte, 0, want)
 	for i := range s.ents {
