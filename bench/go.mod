@@ -15,10 +15,13 @@ require (
 	github.com/patrickmn/go-cache v2.1.0+incompatible
 )
 
+require github.com/google/btree v1.1.3 // indirect
+
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
+	github.com/tidekv/tide v0.0.0-00010101000000-000000000000
 	github.com/zeebo/xxh3 v1.0.2 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.36.0 // indirect

@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"math/rand"
+	"strconv"
+	"time"
+)
+
+// Shapes of the workloads (see README.md).
+const (
+	KeyLen   = 16
+	ValueLen = 64
+	// Seed seeds every generator: runs are deterministic.
+	Seed = 20261202
+)
+
+// Key returns the i-th key: "k" and i in 15 zero-padded digits (16 bytes).
+func Key(prefix byte, i int) string {
+	var b [KeyLen]byte
+	b[0] = prefix
+	s := strconv.AppendInt(b[:1], int64(i), 10)
+	n := len(s) - 1
+	copy(b[KeyLen-n:], s[1:])
+	for j := 1; j < KeyLen-n; j++ {
+		b[j] = '0'
+	}
+	return string(b[:])
+}
+
+// Keys returns n pre-generated keys with the given prefix byte.
+func Keys(prefix byte, n int) []string {
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = Key(prefix, i)
+	}
+	return ks
+}
+
+// Value returns a deterministic value of ValueLen bytes.
+func Value(i int) []byte {
+	v := make([]byte, ValueLen)
+	for j := range v {
+		v[j] = byte('a' + (i+j)%26)
+	}
+	return v
+}
+
+// ZipfTrace returns n indices in [0, keys) drawn from a Zipf distribution
+// with exponent s (most popular index 0).
+func ZipfTrace(seed int64, s float64, keys, n int) []int32 {
+	r := rand.New(rand.NewSource(seed))
+	z := rand.NewZipf(r, s, 1, uint64(keys-1))
+	t := make([]int32, n)
+	for i := range t {
+		t[i] = int32(z.Uint64())
+	}
+	// Zipf ranks popularity by index; scatter the ranks over the key space
+	// so the hot keys are not also the lexically first ones.
+	perm := r.Perm(keys)
+	for i := range t {
+		t[i] = int32(perm[t[i]])
+	}
+	return t
+}
+
+// EntryTTL is the per-entry TTL of key i in the TTL throughput workloads:
+// between 1 h and 2 h, so nothing expires during a run but every entry is in
+// the expiry index and every read checks the clock.
+func EntryTTL(i int) time.Duration {
+	return time.Hour + time.Duration(i%3600)*time.Second
+}
+
+// Fill writes keys[i] = value for every i, with EntryTTL(i) if ttl.
+func Fill(c Cache, keys []string, value []byte, ttl bool) {
+	for i, k := range keys {
+		if ttl {
+			c.SetTTL(k, value, EntryTTL(i))
+		} else {
+			c.Set(k, value)
+		}
+		if i%4096 == 4095 {
+			c.Flush() // ristretto drops sets when its buffer is full
+		}
+	}
+	c.Flush()
+}
+
+// Dataset is the shared input of the throughput workloads.
+type Dataset struct {
+	Keys    []string // present keys
+	Missing []string // keys never written
+	Trace   []int32  // Zipf s=1.01 indices into Keys (and Missing)
+	Ops     []uint8  // uniform in [0,100): an op is a write if Ops[i] < write%
+	Value   []byte
+}
+
+// TraceLen is the length of the pre-generated trace (a power of two).
+const TraceLen = 1 << 22
+
+var ds *Dataset
+
+// Throughput returns the dataset of the throughput workloads for n keys
+// (generated once per process).
+func Throughput(n int) *Dataset {
+	if ds != nil && len(ds.Keys) == n {
+		return ds
+	}
+	r := rand.New(rand.NewSource(Seed + 1))
+	d := &Dataset{
+		Keys:    Keys('k', n),
+		Missing: Keys('m', n),
+		Trace:   ZipfTrace(Seed, 1.01, n, TraceLen),
+		Ops:     make([]uint8, TraceLen),
+		Value:   Value(0),
+	}
+	for i := range d.Ops {
+		d.Ops[i] = uint8(r.Intn(100))
+	}
+	ds = d
+	return d
+}
