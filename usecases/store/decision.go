@@ -1,0 +1,361 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// Decision is one of the fixed set of atomic decisions Backend.Decide runs.
+// The set is closed (the interface has an unexported method): each decision
+// is one server-side script on a remote backend, so callers cannot add
+// their own. A decision value carries its parameters and, after Decide,
+// its results; reuse one only after resetting its result fields (Decide
+// overwrites them all).
+//
+// Times in the semantics below are the store's clock at the moment the
+// decision runs ("now"). Durations are in nanoseconds in Go; a Lua
+// implementation should compute in microseconds (Redis TIME) so that every
+// quantity stays below 2^53, and round TTLs up to whole milliseconds
+// (PEXPIRE). Tests in storetest use millisecond-multiple parameters, so both
+// granularities give identical answers.
+type Decision interface {
+	// DecisionName is the decision's stable name ("token_bucket", …), the
+	// name of its script on a remote backend.
+	DecisionName() string
+	sealed()
+}
+
+// TokenBucket consumes Cost tokens from a bucket of Capacity tokens that
+// refills one token every Interval. It is computed in GCRA form: the key
+// holds one timestamp, tat, the time at which the bucket will be full
+// again (an absent key means full):
+//
+//	burst := Capacity * Interval
+//	tat := max(stored tat, now)           // absent: now
+//	next := tat + Cost*Interval
+//	if next - now <= burst {               // allowed
+//		store tat = next with TTL next-now (no write if Cost == 0)
+//		Allowed, Remaining = true, (burst - (next-now)) / Interval
+//		RetryAfter, Reset = 0, next - now
+//	} else {                               // denied: nothing changes
+//		Allowed, Remaining = false, (burst - (tat-now)) / Interval
+//		RetryAfter, Reset = next - now - burst, tat - now
+//	}
+//
+// Remaining rounds down. Over any interval of length T it admits at most
+// Capacity + T/Interval tokens. Capacity ≥ 1, Interval > 0, 0 ≤ Cost ≤
+// Capacity, and Capacity*Interval must not overflow; otherwise
+// ErrInvalidArgument.
+type TokenBucket struct {
+	Key      string
+	Capacity int64
+	Interval time.Duration
+	Cost     int64
+
+	Allowed    bool
+	Remaining  int64
+	RetryAfter time.Duration // 0 if allowed
+	Reset      time.Duration // until the bucket is full again
+}
+
+// FixedWindow counts Cost against a counter that lives for one Window from
+// the admission that creates it:
+//
+//	n := stored count (absent: 0)
+//	if n + Cost <= Limit {
+//		if absent { create count = Cost with TTL Window }
+//		else { count = n + Cost, keeping the TTL }
+//		Allowed, Remaining, Reset = true, Limit - count, TTL left
+//	} else {                              // denied: nothing changes
+//		Allowed, Remaining = false, Limit - n
+//		RetryAfter = Reset = TTL left (Window if absent)
+//	}
+//
+// The expiry is set only by the write that creates the key; later
+// admissions never extend it. Limit ≥ 1, Window > 0, 0 ≤ Cost; Cost > Limit
+// is simply denied. The counter is a base-10 integer, so Backend.Get may
+// read it.
+type FixedWindow struct {
+	Key    string
+	Limit  int64
+	Window time.Duration
+	Cost   int64
+
+	Allowed    bool
+	Remaining  int64
+	RetryAfter time.Duration
+	Reset      time.Duration
+}
+
+// SlidingWindow admits at most Limit units in any window of length Window
+// ending now. It keeps an exact log of admission times (a sorted set on
+// Redis), so it costs O(Limit) memory per key:
+//
+//	drop log entries at or before now - Window
+//	n := len(log)
+//	if n + Cost <= Limit {
+//		append Cost entries stamped now; key TTL = Window
+//		Allowed, Remaining = true, Limit - n - Cost
+//		Reset = newest + Window - now
+//	} else {                              // denied: no admission recorded
+//		k := n + Cost - Limit             // entries that must leave
+//		Allowed, Remaining = false, Limit - n
+//		RetryAfter = log[k-1] + Window - now  (log ascending)
+//		Reset = newest + Window - now
+//	}
+//
+// Limit in 1..MaxSlidingLimit, Window > 0, 0 ≤ Cost ≤ Limit; otherwise
+// ErrInvalidArgument.
+type SlidingWindow struct {
+	Key    string
+	Limit  int64
+	Window time.Duration
+	Cost   int64
+
+	Allowed    bool
+	Remaining  int64
+	RetryAfter time.Duration
+	Reset      time.Duration
+}
+
+// MaxSlidingLimit bounds SlidingWindow.Limit (the log's length).
+const MaxSlidingLimit = 1 << 16
+
+// IdemOp selects what an Idempotency decision does.
+type IdemOp uint8
+
+const (
+	// IdemClaim claims the key for Owner, or reports why it cannot.
+	IdemClaim IdemOp = iota
+	// IdemComplete stores Result and marks the key completed, if Owner
+	// holds it.
+	IdemComplete
+	// IdemRelease deletes an in-progress claim held by Owner, so that a
+	// retry executes again (a failure before any side effect).
+	IdemRelease
+	// IdemInspect reports the state and changes nothing.
+	IdemInspect
+)
+
+// IdemOutcome is the result of an Idempotency decision.
+type IdemOutcome uint8
+
+const (
+	// IdemAbsent: there is no record (never claimed, released, or its
+	// retention elapsed).
+	IdemAbsent IdemOutcome = iota
+	// IdemClaimed: the caller now owns a fresh claim and must execute.
+	IdemClaimed
+	// IdemRecovered: the caller now owns a claim whose previous owner's
+	// lease expired before it completed; PrevOwner names that owner. The
+	// side effect may or may not have happened.
+	IdemRecovered
+	// IdemInProgress: another owner holds a live claim; LeaseLeft says
+	// when it lapses. For Complete/Release by a non-owner this is also the
+	// answer.
+	IdemInProgress
+	// IdemCompleted: the key is completed; StoredResult holds the result.
+	IdemCompleted
+	// IdemMismatch: the key exists with a different fingerprint.
+	IdemMismatch
+	// IdemReleased: the caller's claim was deleted.
+	IdemReleased
+	// IdemNotOwner: Complete/Release by someone who does not hold the
+	// claim (another owner took it over after the lease lapsed).
+	IdemNotOwner
+)
+
+var idemOutcomeNames = [...]string{"absent", "claimed", "recovered", "in progress", "completed", "mismatch", "released", "not owner"}
+
+func (o IdemOutcome) String() string {
+	if int(o) < len(idemOutcomeNames) {
+		return idemOutcomeNames[o]
+	}
+	return fmt.Sprintf("IdemOutcome(%d)", uint8(o))
+}
+
+// Idempotency is the idempotency-key state machine. A record holds state
+// (in progress or completed), fingerprint, owner, lease deadline and, once
+// completed, the result. Its TTL is Retention, set by the claim that
+// creates it and never extended (reads and later steps keep it).
+//
+// IdemClaim (Fingerprint, Owner, Lease > 0, Retention ≥ Lease):
+//
+//	absent:                         create {in progress, fp, Owner, now+Lease}
+//	                                with TTL Retention → IdemClaimed
+//	fp differs:                     → IdemMismatch (nothing changes)
+//	completed:                      → IdemCompleted, StoredResult
+//	in progress, lease live:        → IdemInProgress, LeaseLeft, Holder
+//	in progress, lease lapsed:      owner = Owner, lease = now+Lease, keep
+//	                                TTL → IdemRecovered, PrevOwner
+//
+// IdemComplete (Owner, Result): in progress and owner == Owner (lapsed
+// lease or not, as long as nobody took over): store Result, state
+// completed, keep TTL → IdemCompleted. Already completed → IdemCompleted
+// with the stored result (not overwritten). Absent → IdemAbsent. Other
+// owner → IdemNotOwner.
+//
+// IdemRelease (Owner): in progress and owner == Owner → delete →
+// IdemReleased. Absent → IdemAbsent; completed → IdemCompleted; other owner
+// → IdemNotOwner.
+//
+// IdemInspect: IdemAbsent, IdemInProgress (LeaseLeft ≤ 0 if lapsed) or
+// IdemCompleted; Fingerprint is not checked.
+type Idempotency struct {
+	Op          IdemOp
+	Key         string
+	Fingerprint []byte
+	Owner       string
+	Lease       time.Duration
+	Retention   time.Duration
+	Result      []byte
+
+	Outcome      IdemOutcome
+	StoredResult []byte
+	Holder       string        // current owner when IdemInProgress
+	PrevOwner    string        // when IdemRecovered
+	LeaseLeft    time.Duration // when IdemInProgress
+	TTL          time.Duration // record's retention left after the decision (0 if none)
+}
+
+// LeaseOp selects what a Lease decision does.
+type LeaseOp uint8
+
+const (
+	// LeaseAcquire takes the lease if it is free.
+	LeaseAcquire LeaseOp = iota
+	// LeaseRenew extends the caller's lease to TTL from now.
+	LeaseRenew
+	// LeaseRelease frees the caller's lease.
+	LeaseRelease
+	// LeaseInspect reports the current holder and changes nothing.
+	LeaseInspect
+)
+
+// LeaseInfo describes a held lease.
+type LeaseInfo struct {
+	Holder string
+	Token  uint64
+	TTL    time.Duration
+}
+
+// Lease is a lease with a fencing token. Key holds {holder, token} with the
+// lease's TTL; FenceKey holds the highest token ever issued, as a base-10
+// integer, pinned and without TTL, so it never expires, is never evicted,
+// and never goes backwards.
+//
+// LeaseAcquire (Holder non-empty, TTL > 0):
+//
+//	if Key is live { OK = false }                // even for the same holder
+//	else {
+//		t := max(fence + 1, MinToken)            // fence absent: 0
+//		fence = t (pinned, no TTL); Key = {Holder, t} with TTL
+//		OK = true
+//	}
+//
+// LeaseRenew (Holder, Token, TTL): if Key is live with this holder and
+// token, its TTL becomes TTL → OK. LeaseRelease (Holder, Token): same check,
+// then delete Key → OK. The fence is never touched by renew or release.
+// LeaseInspect: OK reports whether Key is live.
+//
+// After every op, Current describes the live lease (zero if none) and
+// Fence is the fence counter's value.
+type Lease struct {
+	Op       LeaseOp
+	Key      string
+	FenceKey string
+	Holder   string
+	Token    uint64
+	TTL      time.Duration
+	// MinToken raises the next token to at least this value (used to carry
+	// the fence across a restart of a non-durable store; see package
+	// lease).
+	MinToken uint64
+
+	OK      bool
+	Current LeaseInfo
+	Fence   uint64
+}
+
+// FlagWrite writes a flag record and appends an audit record in one atomic
+// step:
+//
+//	if version(Key) != IfVersion {           // IfVersion 0: Key must be absent
+//		OK, Current = false, version(Key)    // nothing changes
+//	} else {
+//		Key = Value (pinned, no TTL)
+//		AuditKey = AppendLog(AuditKey, Audit, AuditKeep) (pinned, no TTL)
+//		OK, Version = true, new version of Key
+//	}
+//
+// AuditKeep ≥ 0 bounds the log to its newest AuditKeep records (0 keeps
+// all). The audit log's encoding is fixed (AppendLog) so that adapters read
+// it with Get and DecodeLog.
+type FlagWrite struct {
+	Key       string
+	IfVersion uint64
+	Value     []byte
+	AuditKey  string
+	Audit     []byte
+	AuditKeep int
+
+	OK      bool
+	Version uint64 // Key's new version when OK
+	Current uint64 // Key's version (0 if absent) when not OK
+}
+
+func (*TokenBucket) DecisionName() string   { return "token_bucket" }
+func (*FixedWindow) DecisionName() string   { return "fixed_window" }
+func (*SlidingWindow) DecisionName() string { return "sliding_window" }
+func (*Idempotency) DecisionName() string   { return "idempotency" }
+func (*Lease) DecisionName() string         { return "lease" }
+func (*FlagWrite) DecisionName() string     { return "flag_write" }
+
+func (*TokenBucket) sealed()   {}
+func (*FixedWindow) sealed()   {}
+func (*SlidingWindow) sealed() {}
+func (*Idempotency) sealed()   {}
+func (*Lease) sealed()         {}
+func (*FlagWrite) sealed()     {}
+
+// AppendLog appends rec to the encoded log and drops the oldest records
+// beyond keep (keep ≤ 0 keeps all). The encoding is a concatenation of
+// records, each a 4-byte big-endian length followed by the bytes (Lua:
+// struct.pack(">I4", #rec) .. rec). A log that does not decode is
+// ErrCorrupt.
+func AppendLog(log, rec []byte, keep int) ([]byte, error) {
+	recs, err := DecodeLog(log)
+	if err != nil {
+		return nil, err
+	}
+	if keep > 0 && len(recs) >= keep {
+		recs = recs[len(recs)-keep+1:]
+	}
+	out := make([]byte, 0, len(log)+4+len(rec))
+	for _, r := range recs {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(r)))
+		out = append(out, r...)
+	}
+	out = binary.BigEndian.AppendUint32(out, uint32(len(rec)))
+	return append(out, rec...), nil
+}
+
+// DecodeLog splits a log written by AppendLog into its records, oldest
+// first. The records alias log.
+func DecodeLog(log []byte) ([][]byte, error) {
+	var recs [][]byte
+	for len(log) > 0 {
+		if len(log) < 4 {
+			return nil, fmt.Errorf("%w: truncated log header", ErrCorrupt)
+		}
+		n := binary.BigEndian.Uint32(log)
+		log = log[4:]
+		if uint64(n) > uint64(len(log)) {
+			return nil, fmt.Errorf("%w: truncated log record", ErrCorrupt)
+		}
+		recs = append(recs, log[:n:n])
+		log = log[n:]
+	}
+	return recs, nil
+}

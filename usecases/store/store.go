@@ -1,0 +1,177 @@
+// Package store is the seam between tide's use-case adapters (sessions,
+// feature flags, rate limits, idempotency, leases) and the store that holds
+// their state. The adapters are written against Backend only, so the same
+// adapter runs on the embedded engine (package store/embedded) and, later,
+// on Redis or Valkey.
+//
+// # The interface
+//
+// Backend is a handful of key-value primitives, each one atomic on one key,
+// plus Decide, which runs one of a small, fixed, closed set of multi-step
+// decisions atomically (token bucket, fixed window, sliding window,
+// idempotency, lease, flag write with audit). A decision is typed data, not
+// a Go closure, so that a remote backend can implement each one as a single
+// server-side script (one Lua script per decision on Redis, run with
+// EVALSHA), making one round trip per decision. The embedded backend
+// implements the same decisions with engine compare-and-swap retry loops and
+// engine.Commit, never holding an engine lock while running adapter code.
+//
+// # Time
+//
+// Time comes from the store's clock, never the caller's: TTLs are relative
+// and applied by the store, and decisions read the clock inside the atomic
+// step (on Redis: TIME inside the script). Now reports the store's clock for
+// adapters that must put a timestamp in a record (a session's creation
+// time). Adapters never call time.Now.
+//
+// # Values and versions
+//
+// Values are opaque bytes, copied in and out. Every write that changes a
+// key's value gives it a new version: a non-zero uint64 that is never
+// reused for that key (even after a delete or expiry and re-creation), and
+// that does not change when only the key's TTL changes. Versions of
+// different keys may be compared only for equality. A due key does not
+// exist: it has no version, and a condition on it behaves as for a missing
+// key.
+//
+// # Keys and ownership
+//
+// Keys are built by the adapters. The part of a key that scopes one
+// decision is wrapped in braces, as in "tide:lease:{orders}:fence", so that
+// every key one decision touches hashes to the same Redis Cluster slot; the
+// embedded backend treats braces as ordinary bytes. A key written by a
+// decision is owned by that decision kind: only decisions of the same kind
+// and Delete may touch it, and its stored encoding is the backend's own
+// business, except the audit log of FlagWrite whose encoding is fixed (see
+// AppendLog) because adapters read it with Get.
+//
+// # Pinning and eviction
+//
+// SetOptions.Pin and IncrOptions.Pin exempt a key from eviction on the
+// embedded engine. A Redis backend cannot pin keys; it must document that
+// it requires maxmemory-policy noeviction or a volatile-* policy (pinned
+// keys are written without a TTL, so volatile policies never evict them).
+//
+// # Errors
+//
+// Misses and lost races are reported with bools, not errors. An error means
+// the request was invalid (ErrInvalidArgument, ErrInvalidTTL, …) or the
+// store failed (ErrUnavailable, ErrClosed, ErrOutOfMemory, or a transport
+// error); in the second case the operation may or may not have happened,
+// and adapters treat it per their documented failure policy.
+//
+// # Conformance
+//
+// Package store/storetest holds the conformance suite every Backend must
+// pass (storetest.Run), and the adapters' contract suites, which run
+// against any Backend (storetest.RunUseCases).
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// NoTTL is the TTL reported for a key that never expires.
+const NoTTL time.Duration = -1
+
+// Item is a value with its metadata, as returned by Backend.Get.
+type Item struct {
+	Value   []byte
+	Version uint64
+	// TTL is the time left before the key expires, or NoTTL.
+	TTL time.Duration
+}
+
+// Condition restricts a write to a key that is absent or present.
+type Condition uint8
+
+const (
+	// Always writes whether or not the key exists.
+	Always Condition = iota
+	// IfAbsent writes only if the key does not exist (SET NX).
+	IfAbsent
+	// IfPresent writes only if the key exists (SET XX).
+	IfPresent
+)
+
+// SetOptions modify Backend.Set. The zero value is a plain write: create or
+// overwrite, clearing any TTL. The combinations are those of the engine's
+// SetOptions:
+//
+//   - set with TTL:        {TTL: d}
+//   - set-if-absent:       {Only: IfAbsent, TTL: d}
+//   - compare-and-swap:    {IfVersion: v, KeepTTL: true} (or TTL: d to
+//     replace the deadline)
+//   - TTL on create only:  {TTL: d, TTLOnCreate: true}
+type SetOptions struct {
+	// TTL, if positive, makes the key expire TTL from now (store time).
+	// Negative is ErrInvalidTTL.
+	TTL time.Duration
+	// KeepTTL keeps an existing key's deadline. With TTL it is
+	// ErrInvalidOptions unless TTLOnCreate is set.
+	KeepTTL bool
+	// TTLOnCreate applies TTL only if this write creates the key.
+	TTLOnCreate bool
+	// Only restricts the write to an absent or present key.
+	Only Condition
+	// IfVersion, if non-zero, makes the write a compare-and-swap: it
+	// happens only if the key exists with exactly this version. It cannot
+	// be combined with Only: IfAbsent.
+	IfVersion uint64
+	// Pin exempts the key from eviction (sticky across later writes).
+	Pin bool
+}
+
+// IncrOptions modify Backend.Incr. They apply only when the increment
+// creates the key; an existing key keeps its deadline and pinning.
+type IncrOptions struct {
+	// TTL, if positive, is the new key's TTL: the fixed window's counter
+	// gets its expiry from the increment that creates it, and from no other.
+	TTL time.Duration
+	// Pin exempts a key created by this increment from eviction.
+	Pin bool
+}
+
+// Backend is the set of store primitives the use-case adapters need. Every
+// method is atomic and linearizable on its key(s) and safe for concurrent
+// use. Methods take a context first because they may reach a remote store;
+// a backend honours cancellation where it can (the embedded one checks it
+// on entry only, since it never blocks on I/O).
+type Backend interface {
+	// Now returns the store's current time. Adapters use it only to stamp
+	// records; expiry decisions are made inside the store.
+	Now(ctx context.Context) (time.Time, error)
+
+	// Get returns key's value, version and remaining TTL; ok is false if the
+	// key is missing or due.
+	Get(ctx context.Context, key string) (it Item, ok bool, err error)
+
+	// Set writes value under key as modified by o and returns the new
+	// version. ok is false if o's condition (Only, IfVersion) did not hold;
+	// then nothing changed. Set-if-absent and compare-and-swap are Set with
+	// Only: IfAbsent and with IfVersion.
+	Set(ctx context.Context, key string, value []byte, o SetOptions) (version uint64, ok bool, err error)
+
+	// CompareAndDelete deletes key if its current version is version, and
+	// reports whether it did. A version of 0 never matches.
+	CompareAndDelete(ctx context.Context, key string, version uint64) (deleted bool, err error)
+
+	// Delete deletes key and reports whether it existed.
+	Delete(ctx context.Context, key string) (deleted bool, err error)
+
+	// Incr adds delta to the base-10 int64 at key (a missing key counts as
+	// 0) and returns the result. The key keeps its TTL; o applies only if
+	// the increment creates the key. Errors: ErrNotInteger, ErrOverflow
+	// (value unchanged).
+	Incr(ctx context.Context, key string, delta int64, o IncrOptions) (int64, error)
+
+	// Decide runs one decision atomically: it reads d's parameters, applies
+	// the decision at the store's current time, and fills d's result
+	// fields. d must be a pointer to one of the decision types of this
+	// package (*TokenBucket, *FixedWindow, *SlidingWindow, *Idempotency,
+	// *Lease, *FlagWrite). Invalid parameters are ErrInvalidArgument with
+	// nothing changed; a backend that lacks a decision returns
+	// ErrUnsupported.
+	Decide(ctx context.Context, d Decision) error
+}
