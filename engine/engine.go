@@ -1024,10 +1024,10 @@ func (e *Engine) Stats() Stats {
 }
 
 // All returns an iterator over the live entries: key and a copy of the
-// value. It never yields a due entry. Iteration is weakly consistent, like
-// sync.Map's Range: it locks one shard at a time and yields outside the
-// lock, so entries written during the iteration may or may not be seen. It
-// does not count hits.
+// value. It never yields a due entry (and removes those it passes, as any
+// read does). Iteration is weakly consistent, like sync.Map's Range: it
+// locks one shard at a time and yields outside the lock, so entries written
+// during the iteration may or may not be seen. It does not count hits.
 func (e *Engine) All() iter.Seq2[string, []byte] {
 	return func(yield func(string, []byte) bool) {
 		for k, it := range e.Items() {
@@ -1047,21 +1047,30 @@ func (e *Engine) Items() iter.Seq2[string, Item] {
 		}
 		const batch = 256
 		buf := make([]kv, 0, batch)
+		var due []string
 		for i := range e.shards {
 			s := &e.shards[i]
 			for next := 0; ; {
-				buf = buf[:0]
+				buf, due = buf[:0], due[:0]
 				s.mu.RLock()
 				now := e.clock.Now()
 				for ; next < len(s.ents) && len(buf) < batch; next++ {
 					en := &s.ents[next]
-					if en.flags&flagLive == 0 || (en.deadline != 0 && now >= en.deadline) {
+					if en.flags&flagLive == 0 {
+						continue
+					}
+					if en.deadline != 0 && now >= en.deadline {
+						due = append(due, string(s.keyOf(en)))
 						continue
 					}
 					buf = append(buf, kv{string(s.keyOf(en)), itemOf(s, en, now)})
 				}
 				end := next >= len(s.ents)
 				s.mu.RUnlock()
+				for _, k := range due {
+					_, h := e.shardFor(k)
+					e.expireNow(s, k, h)
+				}
 				for _, p := range buf {
 					if !yield(p.k, p.it) {
 						return
