@@ -1,0 +1,460 @@
+package evict
+
+import "math"
+
+// TinyLFU is the W-TinyLFU admission and eviction policy (Einziger, Friedman
+// and Manes, "TinyLFU: A Highly Efficient Cache Admission Policy", 2017) with
+// the adaptive window of Caffeine and otter; see WTinyLFU.
+var TinyLFU = Spec{Name: "tinylfu", New: newTinyLFUPolicy}
+
+// VolatileTinyLFU is TinyLFU restricted to entries with a TTL.
+var VolatileTinyLFU = Spec{Name: "volatile-tinylfu", Volatile: true, New: newTinyLFUPolicy}
+
+func newTinyLFUPolicy(shardBytes int64) Policy { return NewWTinyLFU(shardBytes) }
+
+const (
+	segNone uint8 = iota
+	segWindow
+	segProbation
+	segProtected
+)
+
+// Caffeine's constants.
+const (
+	percentMain          = 0.99
+	percentMainProtected = 0.80
+	climbRestart         = 0.05   // hit-rate change that restarts the step size
+	climbStepPercent     = 0.0625 // initial step, as a fraction of the maximum
+	climbStepDecay       = 0.98
+	admitHashDoS         = 6 // a candidate this frequent is sometimes admitted on a tie
+	transferLimit        = 1000
+)
+
+type queue struct {
+	head, tail uint32 // most and least recently used; none if empty
+	bytes      int64
+	n          int
+}
+
+// WTinyLFU is a W-TinyLFU policy: a small LRU admission window in front of
+// a segmented-LRU main region (probation and protected), with a
+// frequency sketch deciding which of two entries is worth keeping.
+//
+// Every write enters the window (the engine always stores a write). When the
+// window is over its share, its least recent entry becomes a candidate for
+// the main region: Victim compares the candidate's estimated frequency with
+// that of the probation region's least recent entry and returns the loser,
+// moving a winning candidate into probation. A hit in probation promotes the
+// entry to protected; protected overflow is demoted back to probation. The
+// frequencies come from a count-min sketch of 4-bit counters, halved every
+// 10×capacity increments so that old popularity fades. A hill climber
+// samples the hit ratio every 10×capacity requests and moves capacity
+// between the window and the main region (starting at 1% window): a larger
+// window favours recency-skewed workloads, a smaller one frequency-skewed
+// ones and scans.
+//
+// Concurrency: Access and Miss only record the event in lossy striped ring
+// buffers (one load and one compare-and-swap; the event is dropped when the
+// buffer is full or contended), and never block. The next Add, Update,
+// Remove or Victim, which run under the shard write lock, replays the
+// buffered events into the sketch and the LRU orders before doing anything
+// else, as Caffeine does. A Miss immediately followed by the Add of the same
+// key (cache-aside) is counted once.
+//
+// Cost: Access and Miss O(1); Add, Update, Remove and Victim O(1) amortized
+// plus the buffered events they replay. Memory: about 33 bytes per entry
+// (hash, size, list links, segment) plus 8 bytes of sketch per entry of
+// capacity, plus a fixed 5 KiB of buffers per shard.
+//
+// Choose it by default for caches: it matches or beats LRU and LFU on
+// almost every workload, resists scans and one-hit wonders, and adapts
+// between recency and frequency. Segment sizes are in bytes (Entry.Size);
+// the sketch is sized from the number of entries that fit shardBytes at the
+// current average entry size.
+type WTinyLFU struct {
+	hint      int64 // shardBytes, or <= 0 if unknown
+	maximum   int64
+	windowMax int64
+	protMax   int64
+	total     int64
+	count     int
+	est       int // capacity estimate in entries (sketch and sample size)
+
+	hash       []uint64
+	size       []int64
+	prev, next []uint32
+	seg        []uint8
+	q          [4]queue // indexed by seg
+
+	sk     sketch
+	reads  readBuffer
+	misses missBuffer
+	recent [64]uint64 // hashes of recently drained misses
+	recOK  [64]bool
+
+	hits, missN int
+	prevRate    float64
+	step        float64
+	adjust      int64
+	rng         rng
+}
+
+// NewWTinyLFU returns an empty W-TinyLFU policy for a shard whose cap is
+// shardBytes; zero or negative means unknown (the cap is then taken to be
+// the largest total size seen).
+func NewWTinyLFU(shardBytes int64) *WTinyLFU {
+	p := &WTinyLFU{hint: shardBytes, rng: rng{s: 0x746c6675}}
+	for i := range p.q {
+		p.q[i] = queue{head: none, tail: none}
+	}
+	if shardBytes > 0 {
+		p.setMaximum(shardBytes)
+	}
+	return p
+}
+
+func (p *WTinyLFU) setMaximum(m int64) {
+	p.maximum = m
+	p.windowMax = m - int64(percentMain*float64(m))
+	p.protMax = int64(percentMainProtected * float64(m-p.windowMax))
+	p.step = -climbStepPercent * float64(m)
+	p.adjust = 0
+}
+
+func (p *WTinyLFU) grow(h Handle) {
+	if int(h) < len(p.seg) {
+		return
+	}
+	n := max(int(h)+1, 2*len(p.seg), 16)
+	grow := func(s []uint32) []uint32 {
+		t := make([]uint32, n)
+		copy(t, s)
+		return t
+	}
+	p.prev, p.next = grow(p.prev), grow(p.next)
+	h2 := make([]uint64, n)
+	copy(h2, p.hash)
+	p.hash = h2
+	s2 := make([]int64, n)
+	copy(s2, p.size)
+	p.size = s2
+	g2 := make([]uint8, n)
+	copy(g2, p.seg)
+	p.seg = g2
+}
+
+func (p *WTinyLFU) tracked(h Handle) bool { return int(h) < len(p.seg) && p.seg[h] != segNone }
+
+// link puts h at the MRU end of queue s.
+func (p *WTinyLFU) link(h Handle, s uint8) {
+	q := &p.q[s]
+	p.seg[h] = s
+	p.prev[h] = none
+	p.next[h] = q.head
+	if q.head != none {
+		p.prev[q.head] = uint32(h)
+	} else {
+		q.tail = uint32(h)
+	}
+	q.head = uint32(h)
+	q.bytes += p.size[h]
+	q.n++
+}
+
+func (p *WTinyLFU) unlink(h Handle) {
+	q := &p.q[p.seg[h]]
+	pr, nx := p.prev[h], p.next[h]
+	if pr != none {
+		p.next[pr] = nx
+	} else {
+		q.head = nx
+	}
+	if nx != none {
+		p.prev[nx] = pr
+	} else {
+		q.tail = pr
+	}
+	q.bytes -= p.size[h]
+	q.n--
+	p.seg[h] = segNone
+}
+
+func (p *WTinyLFU) move(h Handle, s uint8) {
+	p.unlink(h)
+	p.link(h, s)
+}
+
+// drain replays the events buffered by Access and Miss.
+func (p *WTinyLFU) drain() {
+	p.misses.drain(func(hash uint64) {
+		p.sk.increment(hash)
+		p.recent[hash&63] = hash
+		p.recOK[hash&63] = true
+	})
+	p.reads.drain(p.onAccess)
+}
+
+func (p *WTinyLFU) onAccess(h Handle) {
+	if !p.tracked(h) {
+		return
+	}
+	p.sk.increment(p.hash[h])
+	p.hits++
+	switch p.seg[h] {
+	case segWindow, segProtected:
+		p.move(h, p.seg[h])
+	case segProbation:
+		p.move(h, segProtected)
+	}
+}
+
+// maintain moves window overflow into probation, runs the hill climber and
+// demotes protected overflow.
+func (p *WTinyLFU) maintain() {
+	if p.hint <= 0 && p.total > p.maximum {
+		p.setMaximum(p.total)
+	}
+	p.climb()
+	for i := 0; p.q[segWindow].bytes > p.windowMax && p.q[segWindow].n > 0 && i < transferLimit; i++ {
+		p.move(Handle(p.q[segWindow].tail), segProbation)
+	}
+	for i := 0; p.q[segProtected].bytes > p.protMax && p.q[segProtected].n > 0 && i < transferLimit; i++ {
+		p.move(Handle(p.q[segProtected].tail), segProbation)
+	}
+}
+
+func (p *WTinyLFU) climb() {
+	if p.maximum <= 0 || p.est <= 0 {
+		return
+	}
+	if n := p.hits + p.missN; n >= 10*p.est {
+		rate := float64(p.hits) / float64(n)
+		change := rate - p.prevRate
+		amount := p.step
+		if change < 0 {
+			amount = -amount
+		}
+		if math.Abs(change) >= climbRestart {
+			p.step = math.Copysign(climbStepPercent*float64(p.maximum), amount)
+		} else {
+			p.step = climbStepDecay * amount
+		}
+		p.prevRate = rate
+		p.adjust = int64(amount)
+		p.hits, p.missN = 0, 0
+	}
+	switch {
+	case p.adjust > 0:
+		p.increaseWindow()
+	case p.adjust < 0:
+		p.decreaseWindow()
+	}
+}
+
+func (p *WTinyLFU) increaseWindow() {
+	if p.protMax == 0 {
+		p.adjust = 0
+		return
+	}
+	quota := min(p.adjust, p.protMax)
+	p.protMax -= quota
+	p.windowMax += quota
+	for i := 0; p.q[segProtected].bytes > p.protMax && p.q[segProtected].n > 0 && i < transferLimit; i++ {
+		p.move(Handle(p.q[segProtected].tail), segProbation)
+	}
+	for range transferLimit {
+		c := p.q[segProbation].tail
+		if c == none {
+			c = p.q[segProtected].tail
+		}
+		if c == none || quota < p.size[c] {
+			break
+		}
+		quota -= p.size[c]
+		p.move(Handle(c), segWindow)
+	}
+	p.protMax += quota
+	p.windowMax -= quota
+	p.adjust = quota
+}
+
+func (p *WTinyLFU) decreaseWindow() {
+	if p.windowMax <= 1 {
+		p.adjust = 0
+		return
+	}
+	quota := min(-p.adjust, max(0, p.windowMax-1))
+	p.protMax += quota
+	p.windowMax -= quota
+	for range transferLimit {
+		c := p.q[segWindow].tail
+		if c == none || quota < p.size[c] {
+			break
+		}
+		quota -= p.size[c]
+		p.move(Handle(c), segProbation)
+	}
+	p.protMax -= quota
+	p.windowMax += quota
+	p.adjust = -quota
+}
+
+// Add implements Policy.
+func (p *WTinyLFU) Add(h Handle, e Entry) {
+	p.drain()
+	if p.tracked(h) {
+		p.update(h, e)
+		return
+	}
+	p.grow(h)
+	p.hash[h] = e.Hash
+	p.size[h] = max(e.Size, 0)
+	p.total += p.size[h]
+	p.count++
+	p.link(h, segWindow)
+	p.missN++
+	if p.hint > 0 && p.total > 0 {
+		p.est = max(p.est, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
+	}
+	p.est = max(p.est, p.count)
+	p.sk.ensure(p.est)
+	if i := e.Hash & 63; p.recOK[i] && p.recent[i] == e.Hash {
+		p.recOK[i] = false // the Miss that preceded this Add counted it
+	} else {
+		p.sk.increment(e.Hash)
+	}
+	p.maintain()
+}
+
+// Update implements Policy.
+func (p *WTinyLFU) Update(h Handle, e Entry) {
+	p.drain()
+	if !p.tracked(h) {
+		p.Add(h, e)
+		return
+	}
+	p.update(h, e)
+}
+
+func (p *WTinyLFU) update(h Handle, e Entry) {
+	s := max(e.Size, 0)
+	d := s - p.size[h]
+	p.size[h] = s
+	p.q[p.seg[h]].bytes += d
+	p.total += d
+	p.hash[h] = e.Hash
+	p.sk.increment(e.Hash)
+	p.onAccessOrder(h)
+	p.maintain()
+}
+
+func (p *WTinyLFU) onAccessOrder(h Handle) {
+	switch p.seg[h] {
+	case segWindow, segProtected:
+		p.move(h, p.seg[h])
+	case segProbation:
+		p.move(h, segProtected)
+	}
+}
+
+// Remove implements Policy.
+func (p *WTinyLFU) Remove(h Handle) {
+	p.drain()
+	if !p.tracked(h) {
+		return
+	}
+	p.unlink(h)
+	p.total -= p.size[h]
+	p.count--
+}
+
+// Access implements Policy. It is safe for concurrent use and never blocks.
+func (p *WTinyLFU) Access(h Handle) {
+	if int(h) < len(p.seg) {
+		p.reads.push(h)
+	}
+}
+
+// Miss implements Policy. It is safe for concurrent use and never blocks.
+func (p *WTinyLFU) Miss(hash uint64) { p.misses.push(hash) }
+
+// Victim implements Policy.
+func (p *WTinyLFU) Victim(now int64) (Handle, bool) {
+	p.drain()
+	if p.count == 0 {
+		return 0, false
+	}
+	p.maintain()
+	victim := p.q[segProbation].tail
+	if victim == none {
+		victim = p.q[segProtected].tail
+	}
+	w := p.q[segWindow].tail
+	if victim == none {
+		return Handle(w), true
+	}
+	if w == none || p.q[segWindow].bytes < p.windowMax {
+		return Handle(victim), true
+	}
+	// The window is full: its LRU entry would be pushed out by the coming
+	// write, so it duels with the main region's victim.
+	if p.admit(p.hash[w], p.hash[victim]) {
+		p.move(Handle(w), segProbation)
+		return Handle(victim), true
+	}
+	return Handle(w), true
+}
+
+func (p *WTinyLFU) admit(candidate, victim uint64) bool {
+	cf, vf := p.sk.frequency(candidate), p.sk.frequency(victim)
+	if cf > vf {
+		return true
+	}
+	// Caffeine's defence against hash flooding: a frequent candidate is
+	// admitted at random now and then, so an attacker cannot pin a victim.
+	return cf >= admitHashDoS && p.rng.next()&127 == 0
+}
+
+// Len reports how many entries the policy tracks.
+func (p *WTinyLFU) Len() int { return p.count }
+
+func (p *WTinyLFU) check() error {
+	n, total := 0, int64(0)
+	for s := segWindow; s <= segProtected; s++ {
+		q := p.q[s]
+		cnt, bytes := 0, int64(0)
+		prev := none
+		for h := q.head; h != none; h = p.next[h] {
+			if p.seg[h] != s {
+				return errorf("tinylfu: handle %d in queue %d tagged %d", h, s, p.seg[h])
+			}
+			if p.prev[h] != prev {
+				return errorf("tinylfu: handle %d prev %d want %d", h, p.prev[h], prev)
+			}
+			prev = h
+			cnt++
+			bytes += p.size[h]
+			if cnt > len(p.seg) {
+				return errorf("tinylfu: cycle in queue %d", s)
+			}
+		}
+		if q.tail != prev || cnt != q.n || bytes != q.bytes {
+			return errorf("tinylfu: queue %d: tail %d/%d n %d/%d bytes %d/%d", s, q.tail, prev, q.n, cnt, q.bytes, bytes)
+		}
+		n += cnt
+		total += bytes
+	}
+	tagged := 0
+	for _, s := range p.seg {
+		if s != segNone {
+			tagged++
+		}
+	}
+	if n != p.count || tagged != n || total != p.total {
+		return errorf("tinylfu: count %d, queued %d, tagged %d, total %d/%d", p.count, n, tagged, p.total, total)
+	}
+	if p.windowMax < 0 || p.protMax < 0 {
+		return errorf("tinylfu: negative targets window %d protected %d", p.windowMax, p.protMax)
+	}
+	return nil
+}
