@@ -1,0 +1,231 @@
+package sim
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/tidekv/tide/evict"
+)
+
+// Cache is one simulated cache: Access reads key, inserts it on a miss, and
+// reports whether it was a hit.
+type Cache interface {
+	Access(key uint64) bool
+	// Close releases background resources (peers with goroutines).
+	Close()
+}
+
+// Contender names a cache implementation and builds it for a capacity in
+// entries.
+type Contender struct {
+	Name string
+	Tide bool // one of tide's policies
+	New  func(capacity int) Cache
+}
+
+// HitRatio runs keys through c and returns hits / accesses in percent.
+func HitRatio(keys []uint64, c Cache) float64 {
+	if len(keys) == 0 {
+		return 0
+	}
+	hits := 0
+	for _, k := range keys {
+		if c.Access(k) {
+			hits++
+		}
+	}
+	return 100 * float64(hits) / float64(len(keys))
+}
+
+// Result is one cell of the table.
+type Result struct {
+	Trace     string
+	Capacity  int
+	Contender string
+	HitRatio  float64
+	Err       error
+}
+
+// Run simulates every contender at every capacity of keys, using up to
+// workers goroutines (0 = GOMAXPROCS), and returns results indexed
+// [capacity][contender].
+func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	out := make([][]float64, len(caps))
+	for i := range out {
+		out[i] = make([]float64, len(cs))
+	}
+	type job struct{ i, j int }
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for jb := range jobs {
+				c := cs[jb.j].New(caps[jb.i])
+				out[jb.i][jb.j] = HitRatio(keys, c)
+				c.Close()
+			}
+		}()
+	}
+	// Heaviest first: large capacities and peers with goroutines.
+	for i := len(caps) - 1; i >= 0; i-- {
+		for j := range cs {
+			jobs <- job{i, j}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return out
+}
+
+// ExactLRU is a textbook LRU with a hash map and a doubly linked list kept
+// in slices; it is the reference the trace readers are checked against.
+type ExactLRU struct {
+	cap        int
+	m          map[uint64]int32
+	key        []uint64
+	prev, next []int32
+	head, tail int32
+}
+
+// NewExactLRU returns an empty exact LRU of capacity entries (at least 1).
+func NewExactLRU(capacity int) *ExactLRU {
+	capacity = max(capacity, 1)
+	return &ExactLRU{cap: capacity, m: make(map[uint64]int32, capacity), head: -1, tail: -1}
+}
+
+func (l *ExactLRU) unlink(i int32) {
+	p, n := l.prev[i], l.next[i]
+	if p >= 0 {
+		l.next[p] = n
+	} else {
+		l.head = n
+	}
+	if n >= 0 {
+		l.prev[n] = p
+	} else {
+		l.tail = p
+	}
+}
+
+func (l *ExactLRU) pushFront(i int32) {
+	l.prev[i], l.next[i] = -1, l.head
+	if l.head >= 0 {
+		l.prev[l.head] = i
+	} else {
+		l.tail = i
+	}
+	l.head = i
+}
+
+// Access implements Cache.
+func (l *ExactLRU) Access(k uint64) bool {
+	if i, ok := l.m[k]; ok {
+		if i != l.head {
+			l.unlink(i)
+			l.pushFront(i)
+		}
+		return true
+	}
+	var i int32
+	if len(l.m) >= l.cap {
+		i = l.tail
+		l.unlink(i)
+		delete(l.m, l.key[i])
+		l.key[i] = k
+	} else {
+		i = int32(len(l.key))
+		l.key = append(l.key, k)
+		l.prev = append(l.prev, -1)
+		l.next = append(l.next, -1)
+	}
+	l.m[k] = i
+	l.pushFront(i)
+	return false
+}
+
+// Close implements Cache.
+func (l *ExactLRU) Close() {}
+
+// PolicyCache drives a tide eviction policy the way the engine does: a hit
+// calls Access, a miss calls Miss, then (if full) Victim and Remove, then
+// Add. Every entry has Size 1, so the policy's byte cap is the capacity.
+// The simulated clock advances 1µs per access.
+type PolicyCache struct {
+	p     evict.Policy
+	cap   int
+	m     map[uint64]evict.Handle
+	key   []uint64
+	free  []evict.Handle
+	live  []bool
+	now   int64
+	Fault error // first contract violation seen (bad victim)
+}
+
+// NewPolicyCache builds spec's policy for capacity entries.
+func NewPolicyCache(spec evict.Spec, capacity int) *PolicyCache {
+	capacity = max(capacity, 1)
+	return &PolicyCache{p: spec.New(int64(capacity)), cap: capacity, m: make(map[uint64]evict.Handle, capacity)}
+}
+
+// Access implements Cache.
+func (c *PolicyCache) Access(k uint64) bool {
+	c.now += 1000
+	if h, ok := c.m[k]; ok {
+		c.p.Access(h)
+		return true
+	}
+	hash := mix(k)
+	c.p.Miss(hash)
+	for len(c.m) >= c.cap {
+		v, ok := c.p.Victim(c.now)
+		if !ok || int(v) >= len(c.live) || !c.live[v] {
+			if c.Fault == nil {
+				c.Fault = fmt.Errorf("sim: Victim returned %d, %v with %d live entries", v, ok, len(c.m))
+			}
+			return false
+		}
+		delete(c.m, c.key[v])
+		c.live[v] = false
+		c.p.Remove(v)
+		c.free = append(c.free, v)
+	}
+	var h evict.Handle
+	if n := len(c.free); n > 0 {
+		h = c.free[n-1]
+		c.free = c.free[:n-1]
+		c.key[h] = k
+	} else {
+		h = evict.Handle(len(c.key))
+		c.key = append(c.key, k)
+		c.live = append(c.live, false)
+	}
+	c.live[h] = true
+	c.m[k] = h
+	c.p.Add(h, evict.Entry{Hash: hash, Size: 1})
+	return false
+}
+
+// Close implements Cache.
+func (c *PolicyCache) Close() {}
+
+// TideContenders are tide's policies as they appear in the table. The
+// volatile-* variants run the same algorithms on the entries that have a TTL;
+// the traces have no TTLs, so they are not listed (volatile-ttl would have
+// nothing to order by).
+func TideContenders() []Contender {
+	specs := []evict.Spec{evict.TinyLFU, evict.AllKeysLRU, evict.AllKeysLFU, evict.AllKeysRandom}
+	var cs []Contender
+	for _, s := range specs {
+		cs = append(cs, Contender{Name: "tide " + s.Name, Tide: true, New: func(n int) Cache { return NewPolicyCache(s, n) }})
+	}
+	return cs
+}
+
+// LRUContender is the exact LRU reference.
+var LRUContender = Contender{Name: "exact LRU", New: func(n int) Cache { return NewExactLRU(n) }}
