@@ -1,0 +1,167 @@
+// Package embedded implements store.Backend on tide's in-process engine.
+//
+// Primitives map one-to-one onto engine calls (Get → GetItem, Set →
+// SetWith, Incr → IncrWith, …). Decisions are optimistic: each reads the
+// keys it needs, computes the outcome, and writes it with a version-checked
+// SetWith, CompareAndDelete or (for decisions that touch two keys) a
+// version-checked engine.Commit, retrying from the read if another writer
+// got there first. No engine lock is held while the decision computes, and
+// a failed attempt changes nothing, so a decision is linearizable at the
+// moment its write commits (or, when it writes nothing, at its read).
+//
+// Time comes from the clock given in Config, which must be the engine's
+// own clock (the engine does not expose it).
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/engine"
+	"github.com/tidekv/tide/usecases/store"
+)
+
+// Config configures a Backend.
+type Config struct {
+	// Engine is the engine to use. Required.
+	Engine *engine.Engine
+	// Clock must be the clock the engine was configured with (nil means
+	// clock.Real, the engine's default). Decisions read it; giving a
+	// different clock makes decisions and TTLs disagree.
+	Clock clock.Clock
+}
+
+// Backend is store.Backend on an engine. It is safe for concurrent use; it
+// holds no state of its own, so several Backends on one engine behave as
+// one. Cost: a primitive costs one engine call; a decision costs two to
+// four engine calls per attempt, plus one attempt per concurrent writer it
+// loses to.
+type Backend struct {
+	e   *engine.Engine
+	clk clock.Clock
+}
+
+var _ store.Backend = (*Backend)(nil)
+
+// New returns a Backend for cfg.Engine, or an error wrapping
+// store.ErrInvalidArgument if it is nil.
+func New(cfg Config) (*Backend, error) {
+	if cfg.Engine == nil {
+		return nil, fmt.Errorf("%w: embedded.Config.Engine is nil", store.ErrInvalidArgument)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Backend{e: cfg.Engine, clk: cfg.Clock}, nil
+}
+
+// Engine returns the underlying engine.
+func (b *Backend) Engine() *engine.Engine { return b.e }
+
+func (b *Backend) now() int64 { return b.clk.Now() }
+
+// Now implements store.Backend.
+func (b *Backend) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(0, b.now()), nil
+}
+
+// Get implements store.Backend.
+func (b *Backend) Get(ctx context.Context, key string) (store.Item, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Item{}, false, err
+	}
+	it, ok := b.e.GetItem(key)
+	if !ok {
+		return store.Item{}, false, nil
+	}
+	return store.Item{Value: it.Value, Version: it.Version, TTL: it.TTL}, true, nil
+}
+
+// Set implements store.Backend.
+func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.SetOptions) (uint64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	return b.e.SetWith(key, value, engine.SetOptions{
+		TTL: o.TTL, KeepTTL: o.KeepTTL, TTLOnCreate: o.TTLOnCreate,
+		Only: engine.Condition(o.Only), IfVersion: o.IfVersion, Pin: o.Pin,
+	})
+}
+
+// CompareAndDelete implements store.Backend.
+func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint64) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	return b.e.CompareAndDelete(key, version), nil
+}
+
+// Delete implements store.Backend.
+func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	return b.e.Delete(key), nil
+}
+
+// Incr implements store.Backend.
+func (b *Backend) Incr(ctx context.Context, key string, delta int64, o store.IncrOptions) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return b.e.IncrWith(key, delta, engine.IncrOptions{TTL: o.TTL, Pin: o.Pin})
+}
+
+// Decide implements store.Backend.
+func (b *Backend) Decide(ctx context.Context, d store.Decision) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch d := d.(type) {
+	case *store.TokenBucket:
+		return b.tokenBucket(ctx, d)
+	case *store.FixedWindow:
+		return b.fixedWindow(ctx, d)
+	case *store.SlidingWindow:
+		return b.slidingWindow(ctx, d)
+	case *store.Idempotency:
+		return b.idempotency(ctx, d)
+	case *store.Lease:
+		return b.lease(ctx, d)
+	case *store.FlagWrite:
+		return b.flagWrite(ctx, d)
+	case nil:
+		return fmt.Errorf("%w: nil decision", store.ErrInvalidArgument)
+	}
+	return fmt.Errorf("%w: %T", store.ErrUnsupported, d)
+}
+
+// retry is called after a lost race; it yields now and then and gives up
+// only if ctx is done.
+func retry(ctx context.Context, attempt int) error {
+	if attempt%8 == 7 {
+		runtime.Gosched()
+	}
+	return ctx.Err()
+}
+
+// create writes a new key (IfAbsent) or replaces version v with ttl (0
+// keeps no TTL; keep keeps the deadline).
+func (b *Backend) put(key string, exists bool, version uint64, value []byte, ttl time.Duration, keep bool) (uint64, bool, error) {
+	o := engine.SetOptions{TTL: ttl}
+	if exists {
+		o.IfVersion = version
+		if keep {
+			o.TTL, o.KeepTTL = 0, true
+		}
+	} else {
+		o.Only = engine.IfAbsent
+	}
+	return b.e.SetWith(key, value, o)
+}

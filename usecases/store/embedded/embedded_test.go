@@ -1,0 +1,44 @@
+package embedded_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/engine"
+	"github.com/tidekv/tide/usecases/store/embedded"
+	"github.com/tidekv/tide/usecases/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Embedded)
+}
+
+// TestConformanceFrozenClock runs the suite as a backend whose clock cannot
+// be moved would: the time-dependent cases are skipped.
+func TestConformanceFrozenClock(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Fixture {
+		f := storetest.Embedded(t)
+		f.Advance = nil
+		return f
+	})
+}
+
+// TestConformanceRealTime runs the suite as a Redis backend would: on the
+// real clock, advancing time by sleeping, with a small unit and a slack.
+func TestConformanceRealTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sleeps")
+	}
+	storetest.Run(t, func(t *testing.T) storetest.Fixture {
+		e, err := engine.New(engine.Config{Shards: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		b, err := embedded.New(embedded.Config{Engine: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storetest.Fixture{Backend: b, Advance: time.Sleep, Unit: 100 * time.Millisecond, Slack: 20 * time.Millisecond}
+	})
+}

@@ -1,0 +1,44 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tidekv/tide/engine"
+	"github.com/tidekv/tide/usecases/store"
+)
+
+func (b *Backend) flagWrite(ctx context.Context, d *store.FlagWrite) error {
+	if d.Key == d.AuditKey || d.AuditKeep < 0 {
+		return fmt.Errorf("%w: flag write key %q, audit key %q, keep %d", store.ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)
+	}
+	d.OK, d.Version, d.Current = false, 0, 0
+	for attempt := 0; ; attempt++ {
+		var cur uint64
+		if it, ok := b.e.GetItem(d.Key); ok {
+			cur = it.Version
+		}
+		if cur != d.IfVersion {
+			d.Current = cur
+			return nil
+		}
+		ait, _ := b.e.GetItem(d.AuditKey)
+		log, err := store.AppendLog(ait.Value, d.Audit, d.AuditKeep)
+		if err != nil {
+			return err
+		}
+		pre := []engine.Precondition{{Key: d.Key, Version: d.IfVersion}, {Key: d.AuditKey, Version: ait.Version}}
+		ops := []engine.Op{{Key: d.Key, Value: d.Value, Pin: true}, {Key: d.AuditKey, Value: log, Pin: true}}
+		vs, won, err := b.e.Commit(pre, ops)
+		if err != nil {
+			return err
+		}
+		if won {
+			d.OK, d.Version = true, vs[0]
+			return nil
+		}
+		if err := retry(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/tidekv/tide/engine"
+	"github.com/tidekv/tide/usecases/store"
+)
+
+func encodeLease(holder string, token uint64) []byte {
+	buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(holder)), token)
+	return append(buf, holder...)
+}
+
+func decodeLease(v []byte) (string, uint64, error) {
+	if len(v) < 8 {
+		return "", 0, fmt.Errorf("%w: lease record", store.ErrCorrupt)
+	}
+	return string(v[8:]), binary.BigEndian.Uint64(v), nil
+}
+
+func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
+	switch {
+	case d.Key == "" && d.Op != store.LeaseInspect, d.Op > store.LeaseInspect:
+		return fmt.Errorf("%w: lease op %d on key %q", store.ErrInvalidArgument, d.Op, d.Key)
+	case d.Key == d.FenceKey:
+		return fmt.Errorf("%w: lease key and fence key are both %q", store.ErrInvalidArgument, d.Key)
+	case d.Op == store.LeaseAcquire && (d.Holder == "" || d.TTL <= 0),
+		d.Op == store.LeaseRenew && d.TTL <= 0,
+		d.MinToken > math.MaxInt64:
+		return fmt.Errorf("%w: lease op %d with holder %q, ttl %v, min token %d", store.ErrInvalidArgument, d.Op, d.Holder, d.TTL, d.MinToken)
+	}
+	for attempt := 0; ; attempt++ {
+		d.OK, d.Current, d.Fence = false, store.LeaseInfo{}, 0
+		it, live := b.e.GetItem(d.Key)
+		if live {
+			h, t, err := decodeLease(it.Value)
+			if err != nil {
+				return err
+			}
+			d.Current = store.LeaseInfo{Holder: h, Token: t, TTL: max(it.TTL, 0)}
+		}
+		fit, fok := b.e.GetItem(d.FenceKey)
+		var fence int64
+		if fok {
+			f, err := parseInt(fit.Value)
+			if err != nil {
+				return err
+			}
+			fence = f
+		}
+		d.Fence = uint64(max(fence, 0))
+		won := false
+		var err error
+		switch d.Op {
+		case store.LeaseInspect:
+			d.OK = live
+			return nil
+		case store.LeaseAcquire:
+			if live {
+				return nil
+			}
+			if fence == math.MaxInt64 {
+				return fmt.Errorf("%w: fencing token", store.ErrOverflow)
+			}
+			t := max(uint64(fence)+1, d.MinToken)
+			pre := []engine.Precondition{{Key: d.Key}, {Key: d.FenceKey, Version: fit.Version}}
+			ops := []engine.Op{
+				{Key: d.FenceKey, Value: strconv.AppendUint(nil, t, 10), Pin: true},
+				{Key: d.Key, Value: encodeLease(d.Holder, t), TTL: d.TTL},
+			}
+			_, won, err = b.e.Commit(pre, ops)
+			if won {
+				d.OK, d.Fence, d.Current = true, t, store.LeaseInfo{Holder: d.Holder, Token: t, TTL: d.TTL}
+			}
+		case store.LeaseRenew, store.LeaseRelease:
+			if !live || d.Current.Holder != d.Holder || d.Current.Token != d.Token {
+				return nil
+			}
+			if d.Op == store.LeaseRenew {
+				_, won, err = b.e.SetWith(d.Key, it.Value, engine.SetOptions{IfVersion: it.Version, TTL: d.TTL})
+				if won {
+					d.OK, d.Current.TTL = true, d.TTL
+				}
+			} else {
+				won = b.e.CompareAndDelete(d.Key, it.Version)
+				if won {
+					d.OK, d.Current = true, store.LeaseInfo{}
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if won {
+			return nil
+		}
+		if err := retry(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/tidekv/tide/usecases/store"
+)
+
+func parseInt(b []byte) (int64, error) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is not an integer", store.ErrCorrupt, b)
+	}
+	return n, nil
+}
+
+func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
+	if d.Capacity < 1 || d.Interval <= 0 || d.Cost < 0 || d.Cost > d.Capacity || d.Capacity > math.MaxInt64/int64(d.Interval) {
+		return fmt.Errorf("%w: token bucket capacity %d, interval %v, cost %d", store.ErrInvalidArgument, d.Capacity, d.Interval, d.Cost)
+	}
+	burst := d.Capacity * int64(d.Interval)
+	cost := d.Cost * int64(d.Interval)
+	for attempt := 0; ; attempt++ {
+		now := b.now()
+		it, ok := b.e.GetItem(d.Key)
+		tat := now
+		if ok {
+			t, err := parseInt(it.Value)
+			if err != nil {
+				return err
+			}
+			tat = max(tat, t)
+		}
+		if tat > math.MaxInt64-cost {
+			return fmt.Errorf("%w: token bucket state overflows", store.ErrCorrupt)
+		}
+		next := tat + cost
+		if next-now > burst {
+			*d = store.TokenBucket{Key: d.Key, Capacity: d.Capacity, Interval: d.Interval, Cost: d.Cost,
+				Allowed: false, Remaining: max(0, (burst-(tat-now))/int64(d.Interval)),
+				RetryAfter: time.Duration(next - now - burst), Reset: time.Duration(tat - now)}
+			return nil
+		}
+		if d.Cost > 0 {
+			_, won, err := b.put(d.Key, ok, it.Version, strconv.AppendInt(nil, next, 10), time.Duration(next-now), false)
+			if err != nil {
+				return err
+			}
+			if !won {
+				if err := retry(ctx, attempt); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		d.Allowed, d.Remaining = true, (burst-(next-now))/int64(d.Interval)
+		d.RetryAfter, d.Reset = 0, time.Duration(next-now)
+		return nil
+	}
+}
+
+func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
+	if d.Limit < 1 || d.Window <= 0 || d.Cost < 0 {
+		return fmt.Errorf("%w: fixed window limit %d, window %v, cost %d", store.ErrInvalidArgument, d.Limit, d.Window, d.Cost)
+	}
+	for attempt := 0; ; attempt++ {
+		it, ok := b.e.GetItem(d.Key)
+		var n int64
+		ttl := d.Window
+		if ok {
+			v, err := parseInt(it.Value)
+			if err != nil {
+				return err
+			}
+			n = v
+			ttl = max(it.TTL, 0) // a counter without TTL (never written so) reports 0
+		}
+		if d.Cost > d.Limit-n {
+			d.Allowed, d.Remaining = false, max(0, d.Limit-n)
+			d.RetryAfter, d.Reset = ttl, ttl
+			return nil
+		}
+		if d.Cost > 0 {
+			_, won, err := b.put(d.Key, ok, it.Version, strconv.AppendInt(nil, n+d.Cost, 10), d.Window, true)
+			if err != nil {
+				return err
+			}
+			if !won {
+				if err := retry(ctx, attempt); err != nil {
+					return err
+				}
+				continue
+			}
+		} else if !ok {
+			ttl = 0
+		}
+		d.Allowed, d.Remaining = true, d.Limit-n-d.Cost
+		d.RetryAfter, d.Reset = 0, ttl
+		return nil
+	}
+}
+
+func decodeLog(v []byte) ([]int64, error) {
+	if len(v)%8 != 0 {
+		return nil, fmt.Errorf("%w: sliding window log of %d bytes", store.ErrCorrupt, len(v))
+	}
+	out := make([]int64, len(v)/8)
+	for i := range out {
+		out[i] = int64(binary.BigEndian.Uint64(v[8*i:]))
+	}
+	return out, nil
+}
+
+func (b *Backend) slidingWindow(ctx context.Context, d *store.SlidingWindow) error {
+	if d.Limit < 1 || d.Limit > store.MaxSlidingLimit || d.Window <= 0 || d.Cost < 0 || d.Cost > d.Limit {
+		return fmt.Errorf("%w: sliding window limit %d, window %v, cost %d", store.ErrInvalidArgument, d.Limit, d.Window, d.Cost)
+	}
+	w := int64(d.Window)
+	for attempt := 0; ; attempt++ {
+		now := b.now()
+		it, ok := b.e.GetItem(d.Key)
+		var log []int64
+		if ok {
+			l, err := decodeLog(it.Value)
+			if err != nil {
+				return err
+			}
+			slices.Sort(l)
+			i := 0
+			for i < len(l) && l[i] <= now-w {
+				i++
+			}
+			log = l[i:]
+		}
+		n := int64(len(log))
+		reset := time.Duration(0)
+		if n > 0 {
+			reset = time.Duration(log[n-1] + w - now)
+		}
+		if n+d.Cost > d.Limit {
+			k := n + d.Cost - d.Limit
+			d.Allowed, d.Remaining = false, max(0, d.Limit-n)
+			d.RetryAfter, d.Reset = time.Duration(log[k-1]+w-now), reset
+			return nil
+		}
+		if d.Cost > 0 {
+			for range d.Cost {
+				log = append(log, now)
+			}
+			slices.Sort(log)
+			buf := make([]byte, 0, 8*len(log))
+			for _, t := range log {
+				buf = binary.BigEndian.AppendUint64(buf, uint64(t))
+			}
+			_, won, err := b.put(d.Key, ok, it.Version, buf, d.Window, false)
+			if err != nil {
+				return err
+			}
+			if !won {
+				if err := retry(ctx, attempt); err != nil {
+					return err
+				}
+				continue
+			}
+			reset = time.Duration(log[len(log)-1] + w - now)
+		}
+		d.Allowed, d.Remaining = true, d.Limit-n-d.Cost
+		d.RetryAfter, d.Reset = 0, reset
+		return nil
+	}
+}

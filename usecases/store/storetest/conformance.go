@@ -1,0 +1,782 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/usecases/store"
+)
+
+// Run runs the backend conformance suite: every primitive and every
+// decision, their edge cases, and the decisions' invariants under
+// concurrency. Each subtest calls newFixture for a fresh backend.
+func Run(t *testing.T, newFixture NewFunc) {
+	t.Run("Primitives", func(t *testing.T) { runPrimitives(t, newFixture) })
+	t.Run("TokenBucket", func(t *testing.T) { runTokenBucket(t, newFixture) })
+	t.Run("FixedWindow", func(t *testing.T) { runFixedWindow(t, newFixture) })
+	t.Run("SlidingWindow", func(t *testing.T) { runSlidingWindow(t, newFixture) })
+	t.Run("Idempotency", func(t *testing.T) { runIdempotency(t, newFixture) })
+	t.Run("Lease", func(t *testing.T) { runLease(t, newFixture) })
+	t.Run("FlagWrite", func(t *testing.T) { runFlagWrite(t, newFixture) })
+	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newFixture) })
+}
+
+func mustSet(t *testing.T, b store.Backend, key, value string, o store.SetOptions) uint64 {
+	t.Helper()
+	v, ok, err := b.Set(context.Background(), key, []byte(value), o)
+	if err != nil || !ok {
+		t.Fatalf("Set(%q): got (%v, %v), want (true, nil)", key, ok, err)
+	}
+	return v
+}
+
+func mustNow(t *testing.T, b store.Backend) time.Time {
+	t.Helper()
+	now, err := b.Now(context.Background())
+	if err != nil {
+		t.Fatalf("Now: %v", err)
+	}
+	return now
+}
+
+func decide(t *testing.T, b store.Backend, d store.Decision) {
+	t.Helper()
+	if err := b.Decide(context.Background(), d); err != nil {
+		t.Fatalf("Decide(%s): %v", d.DecisionName(), err)
+	}
+}
+
+func runPrimitives(t *testing.T, newFixture NewFunc) {
+	ctx := context.Background()
+	t.Run("GetSetDelete", func(t *testing.T) {
+		f := newFixture(t)
+		b := f.Backend
+		if _, ok, err := b.Get(ctx, "k"); ok || err != nil {
+			t.Fatal("Get on an empty store: got a hit, want a miss")
+		}
+		val := []byte("v1")
+		v1, ok, err := b.Set(ctx, "k", val, store.SetOptions{})
+		if err != nil || !ok || v1 == 0 {
+			t.Fatalf("Set: got (%d, %v, %v), want (non-zero, true, nil)", v1, ok, err)
+		}
+		val[0] = 'X' // the store must have copied it
+		it, ok, err := b.Get(ctx, "k")
+		if err != nil || !ok || string(it.Value) != "v1" || it.Version != v1 || it.TTL != store.NoTTL {
+			t.Fatalf("Get: got (%q, v%d, ttl %v, %v, %v), want (\"v1\", v%d, NoTTL, true, nil)", it.Value, it.Version, it.TTL, ok, err, v1)
+		}
+		it.Value[0] = 'Y'
+		if it2, _, _ := b.Get(ctx, "k"); string(it2.Value) != "v1" {
+			t.Fatalf("Get returned memory the store kept: got %q after mutation, want \"v1\"", it2.Value)
+		}
+		v2, _, _ := b.Set(ctx, "k", []byte("v2"), store.SetOptions{})
+		if v2 == v1 {
+			t.Fatalf("overwrite kept version %d, want a new one", v1)
+		}
+		if d, err := b.Delete(ctx, "k"); !d || err != nil {
+			t.Fatalf("Delete existing: got (%v, %v), want (true, nil)", d, err)
+		}
+		if d, err := b.Delete(ctx, "k"); d || err != nil {
+			t.Fatalf("Delete missing: got (%v, %v), want (false, nil)", d, err)
+		}
+		v3, _, _ := b.Set(ctx, "k", []byte("v1"), store.SetOptions{})
+		if v3 == v1 || v3 == v2 {
+			t.Fatalf("re-created key reused a version: got %d, earlier %d and %d", v3, v1, v2)
+		}
+	})
+	t.Run("Conditions", func(t *testing.T) {
+		f := newFixture(t)
+		b := f.Backend
+		u := f.unit()
+		cases := []struct {
+			name    string
+			o       store.SetOptions
+			present bool
+			wantOK  bool
+		}{
+			{"IfAbsent/absent", store.SetOptions{Only: store.IfAbsent}, false, true},
+			{"IfAbsent/present", store.SetOptions{Only: store.IfAbsent}, true, false},
+			{"IfPresent/absent", store.SetOptions{Only: store.IfPresent}, false, false},
+			{"IfPresent/present", store.SetOptions{Only: store.IfPresent}, true, true},
+			{"IfAbsent+TTL/absent", store.SetOptions{Only: store.IfAbsent, TTL: 5 * u}, false, true},
+		}
+		for i, c := range cases {
+			key := fmt.Sprintf("cond%d", i)
+			var before uint64
+			if c.present {
+				before = mustSet(t, b, key, "old", store.SetOptions{})
+			}
+			v, ok, err := b.Set(ctx, key, []byte("new"), c.o)
+			if err != nil || ok != c.wantOK {
+				t.Errorf("%s: got (ok %v, err %v), want ok %v", c.name, ok, err, c.wantOK)
+				continue
+			}
+			it, _, _ := b.Get(ctx, key)
+			switch {
+			case ok && (string(it.Value) != "new" || it.Version != v):
+				t.Errorf("%s: after a successful write got (%q, v%d), want (\"new\", v%d)", c.name, it.Value, it.Version, v)
+			case !ok && c.present && (string(it.Value) != "old" || it.Version != before):
+				t.Errorf("%s: a failed write changed the key: got (%q, v%d), want (\"old\", v%d)", c.name, it.Value, it.Version, before)
+			}
+			if c.o.TTL > 0 && ok {
+				f.checkDur(t, c.name+" TTL", it.TTL, c.o.TTL)
+			}
+		}
+	})
+	t.Run("CompareAndSwap", func(t *testing.T) {
+		f := newFixture(t)
+		b := f.Backend
+		u := f.unit()
+		v1 := mustSet(t, b, "k", "a", store.SetOptions{TTL: 10 * u})
+		if _, ok, err := b.Set(ctx, "k", []byte("x"), store.SetOptions{IfVersion: v1 + 1000, KeepTTL: true}); ok || err != nil {
+			t.Fatalf("CAS with a wrong version: got (%v, %v), want (false, nil)", ok, err)
+		}
+		v2, ok, err := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1, KeepTTL: true})
+		if !ok || err != nil || v2 == v1 {
+			t.Fatalf("CAS with the current version: got (v%d, %v, %v), want (new version, true, nil)", v2, ok, err)
+		}
+		it, _, _ := b.Get(ctx, "k")
+		f.checkDur(t, "TTL kept by CAS", it.TTL, 10*u)
+		if _, ok, _ := b.Set(ctx, "k", []byte("c"), store.SetOptions{IfVersion: v1, KeepTTL: true}); ok {
+			t.Fatal("CAS with a stale version succeeded")
+		}
+		if _, ok, _ := b.Set(ctx, "missing", []byte("c"), store.SetOptions{IfVersion: v1}); ok {
+			t.Fatal("CAS on a missing key succeeded")
+		}
+		v3, ok, _ := b.Set(ctx, "k", []byte("d"), store.SetOptions{IfVersion: v2, TTL: 3 * u})
+		if !ok {
+			t.Fatal("CAS with a new TTL failed")
+		}
+		it, _, _ = b.Get(ctx, "k")
+		f.checkDur(t, "TTL replaced by CAS", it.TTL, 3*u)
+		if d, err := b.CompareAndDelete(ctx, "k", v2); d || err != nil {
+			t.Fatalf("CompareAndDelete with a stale version: got (%v, %v), want (false, nil)", d, err)
+		}
+		if d, _ := b.CompareAndDelete(ctx, "k", 0); d {
+			t.Fatal("CompareAndDelete with version 0 deleted")
+		}
+		if d, err := b.CompareAndDelete(ctx, "k", v3); !d || err != nil {
+			t.Fatalf("CompareAndDelete with the current version: got (%v, %v), want (true, nil)", d, err)
+		}
+	})
+	t.Run("Expiry", func(t *testing.T) {
+		f := newFixture(t)
+		needTime(t, f)
+		b := f.Backend
+		u := f.unit()
+		t0 := mustNow(t, b)
+		v1 := mustSet(t, b, "k", "a", store.SetOptions{TTL: 2 * u})
+		f.Advance(u)
+		if t1 := mustNow(t, b); t1.Sub(t0) < u-f.Slack {
+			t.Fatalf("Now moved %v after Advance(%v)", t1.Sub(t0), u)
+		}
+		it, ok, _ := b.Get(ctx, "k")
+		if !ok {
+			t.Fatal("key gone before its TTL")
+		}
+		f.checkDur(t, "TTL after one unit", it.TTL, u)
+		f.Advance(u + f.Slack)
+		if _, ok, _ := b.Get(ctx, "k"); ok {
+			t.Fatal("key visible at its deadline")
+		}
+		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1}); ok {
+			t.Fatal("CAS on an expired key succeeded")
+		}
+		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{Only: store.IfAbsent}); !ok {
+			t.Fatal("set-if-absent on an expired key failed")
+		}
+		// TTLOnCreate: a second write keeps the first deadline.
+		mustSet(t, b, "w", "1", store.SetOptions{TTL: 4 * u, TTLOnCreate: true})
+		f.Advance(u)
+		mustSet(t, b, "w", "2", store.SetOptions{TTL: 4 * u, TTLOnCreate: true})
+		it, _, _ = b.Get(ctx, "w")
+		f.checkDur(t, "TTLOnCreate on an existing key", it.TTL, 3*u)
+	})
+	t.Run("Incr", func(t *testing.T) {
+		f := newFixture(t)
+		b := f.Backend
+		u := f.unit()
+		if n, err := b.Incr(ctx, "c", 5, store.IncrOptions{TTL: 10 * u, Pin: true}); n != 5 || err != nil {
+			t.Fatalf("Incr on a missing key: got (%d, %v), want (5, nil)", n, err)
+		}
+		if n, err := b.Incr(ctx, "c", -7, store.IncrOptions{TTL: 99 * u}); n != -2 || err != nil {
+			t.Fatalf("Incr by -7: got (%d, %v), want (-2, nil)", n, err)
+		}
+		it, _, _ := b.Get(ctx, "c")
+		if string(it.Value) != "-2" {
+			t.Fatalf("counter value: got %q, want \"-2\"", it.Value)
+		}
+		f.checkDur(t, "counter TTL (set only on create)", it.TTL, 10*u)
+		mustSet(t, b, "s", "abc", store.SetOptions{})
+		if _, err := b.Incr(ctx, "s", 1, store.IncrOptions{}); !errors.Is(err, store.ErrNotInteger) {
+			t.Fatalf("Incr on a non-integer: got %v, want ErrNotInteger", err)
+		}
+		mustSet(t, b, "big", strconv.FormatInt(1<<62, 10), store.SetOptions{})
+		if _, err := b.Incr(ctx, "big", 1<<62, store.IncrOptions{}); !errors.Is(err, store.ErrOverflow) {
+			t.Fatalf("overflowing Incr: got %v, want ErrOverflow", err)
+		}
+		if it, _, _ := b.Get(ctx, "big"); string(it.Value) != strconv.FormatInt(1<<62, 10) {
+			t.Fatalf("overflowing Incr changed the value to %q", it.Value)
+		}
+	})
+	t.Run("Errors", func(t *testing.T) {
+		f := newFixture(t)
+		b := f.Backend
+		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{TTL: -1}); !errors.Is(err, store.ErrInvalidTTL) {
+			t.Errorf("negative TTL: got %v, want ErrInvalidTTL", err)
+		}
+		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{TTL: time.Second, KeepTTL: true}); !errors.Is(err, store.ErrInvalidOptions) {
+			t.Errorf("TTL with KeepTTL: got %v, want ErrInvalidOptions", err)
+		}
+		if err := b.Decide(ctx, nil); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("Decide(nil): got %v, want ErrInvalidArgument", err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, _, err := b.Get(cctx, "k"); err == nil {
+			t.Errorf("Get with a cancelled context: got nil error, want one")
+		}
+	})
+}
+
+func runTokenBucket(t *testing.T, newFixture NewFunc) {
+	f := newFixture(t)
+	b := f.Backend
+	u := f.unit()
+	type step struct {
+		advance   time.Duration
+		cost      int64
+		allowed   bool
+		remaining int64
+		retry     time.Duration
+		reset     time.Duration
+	}
+	steps := []step{
+		{0, 1, true, 2, 0, u},
+		{0, 1, true, 1, 0, 2 * u},
+		{0, 0, true, 1, 0, 2 * u}, // peek
+		{0, 1, true, 0, 0, 3 * u},
+		{0, 1, false, 0, u, 3 * u},
+		{0, 2, false, 0, 2 * u, 3 * u},
+		{u, 1, true, 0, 0, 3 * u},
+		{10 * u, 2, true, 1, 0, 2 * u},
+		{0, 2, false, 1, u, 2 * u},
+	}
+	if f.Advance == nil {
+		steps = steps[:6]
+	}
+	for i, s := range steps {
+		if s.advance > 0 {
+			f.Advance(s.advance)
+		}
+		d := &store.TokenBucket{Key: "tb", Capacity: 3, Interval: u, Cost: s.cost}
+		decide(t, b, d)
+		if d.Allowed != s.allowed || d.Remaining != s.remaining {
+			t.Errorf("step %d (cost %d): got allowed %v remaining %d, want %v %d", i, s.cost, d.Allowed, d.Remaining, s.allowed, s.remaining)
+		}
+		f.checkDur(t, fmt.Sprintf("step %d retry-after", i), d.RetryAfter, s.retry)
+		f.checkDur(t, fmt.Sprintf("step %d reset", i), d.Reset, s.reset)
+	}
+	for _, d := range []*store.TokenBucket{
+		{Key: "x", Capacity: 0, Interval: u, Cost: 1},
+		{Key: "x", Capacity: 1, Interval: 0, Cost: 1},
+		{Key: "x", Capacity: 1, Interval: u, Cost: 2},
+		{Key: "x", Capacity: 1, Interval: u, Cost: -1},
+		{Key: "x", Capacity: 1 << 62, Interval: time.Hour, Cost: 1},
+	} {
+		if err := b.Decide(context.Background(), d); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("token bucket %+v: got %v, want ErrInvalidArgument", *d, err)
+		}
+	}
+}
+
+func runFixedWindow(t *testing.T, newFixture NewFunc) {
+	f := newFixture(t)
+	b := f.Backend
+	u := f.unit()
+	type step struct {
+		advance   time.Duration
+		cost      int64
+		allowed   bool
+		remaining int64
+		retry     time.Duration
+		reset     time.Duration
+	}
+	steps := []step{
+		{0, 1, true, 2, 0, 10 * u},
+		{0, 1, true, 1, 0, 10 * u},
+		{0, 2, false, 1, 10 * u, 10 * u}, // denied: changes nothing
+		{0, 1, true, 0, 0, 10 * u},
+		{0, 1, false, 0, 10 * u, 10 * u},
+		{4 * u, 1, false, 0, 6 * u, 6 * u}, // the window is not extended
+		{6 * u, 1, true, 2, 0, 10 * u},     // a new window
+		{2 * u, 3, false, 2, 8 * u, 8 * u},
+	}
+	if f.Advance == nil {
+		steps = steps[:5]
+	}
+	for i, s := range steps {
+		if s.advance > 0 {
+			f.Advance(s.advance)
+		}
+		d := &store.FixedWindow{Key: "fw", Limit: 3, Window: 10 * u, Cost: s.cost}
+		decide(t, b, d)
+		if d.Allowed != s.allowed || d.Remaining != s.remaining {
+			t.Errorf("step %d (cost %d): got allowed %v remaining %d, want %v %d", i, s.cost, d.Allowed, d.Remaining, s.allowed, s.remaining)
+		}
+		f.checkDur(t, fmt.Sprintf("step %d retry-after", i), d.RetryAfter, s.retry)
+		f.checkDur(t, fmt.Sprintf("step %d reset", i), d.Reset, s.reset)
+	}
+	it, ok, _ := b.Get(context.Background(), "fw")
+	want := "3"
+	if f.Advance != nil {
+		want = "1"
+	}
+	if !ok || string(it.Value) != want {
+		t.Errorf("counter: got (%q, %v), want (%q, true)", it.Value, ok, want)
+	}
+	if err := b.Decide(context.Background(), &store.FixedWindow{Key: "x", Limit: 0, Window: u, Cost: 1}); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("limit 0: got %v, want ErrInvalidArgument", err)
+	}
+}
+
+func runSlidingWindow(t *testing.T, newFixture NewFunc) {
+	f := newFixture(t)
+	needTime(t, f)
+	b := f.Backend
+	u := f.unit()
+	type step struct {
+		advance   time.Duration
+		cost      int64
+		allowed   bool
+		remaining int64
+		retry     time.Duration
+		reset     time.Duration
+	}
+	steps := []step{
+		{0, 1, true, 2, 0, 10 * u},         // t0
+		{3 * u, 1, true, 1, 0, 10 * u},     // t3
+		{3 * u, 1, true, 0, 0, 10 * u},     // t6
+		{1 * u, 1, false, 0, 3 * u, 9 * u}, // t7: t0 leaves at t10
+		{1 * u, 2, false, 0, 5 * u, 8 * u}, // t8: t0 and t3 must leave
+		{2 * u, 1, true, 0, 0, 10 * u},     // t10: t0 left
+		{10 * u, 3, true, 0, 0, 10 * u},    // t20: all left
+	}
+	for i, s := range steps {
+		if s.advance > 0 {
+			f.Advance(s.advance)
+		}
+		d := &store.SlidingWindow{Key: "sw", Limit: 3, Window: 10 * u, Cost: s.cost}
+		decide(t, b, d)
+		if d.Allowed != s.allowed || d.Remaining != s.remaining {
+			t.Errorf("step %d (cost %d): got allowed %v remaining %d, want %v %d", i, s.cost, d.Allowed, d.Remaining, s.allowed, s.remaining)
+		}
+		f.checkDur(t, fmt.Sprintf("step %d retry-after", i), d.RetryAfter, s.retry)
+		f.checkDur(t, fmt.Sprintf("step %d reset", i), d.Reset, s.reset)
+	}
+	if err := b.Decide(context.Background(), &store.SlidingWindow{Key: "x", Limit: store.MaxSlidingLimit + 1, Window: u, Cost: 1}); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("limit too large: got %v, want ErrInvalidArgument", err)
+	}
+}
+
+func runIdempotency(t *testing.T, newFixture NewFunc) {
+	ctx := context.Background()
+	idem := func(t *testing.T, b store.Backend, op store.IdemOp, owner, fp string, result string, u time.Duration) *store.Idempotency {
+		t.Helper()
+		d := &store.Idempotency{Op: op, Key: "idem", Fingerprint: []byte(fp), Owner: owner, Lease: 5 * u, Retention: 100 * u}
+		if result != "" {
+			d.Result = []byte(result)
+		}
+		decide(t, b, d)
+		return d
+	}
+	t.Run("Lifecycle", func(t *testing.T) {
+		f := newFixture(t)
+		b, u := f.Backend, f.unit()
+		type step struct {
+			op      store.IdemOp
+			owner   string
+			fp      string
+			result  string
+			want    store.IdemOutcome
+			wantRes string
+			holder  string
+		}
+		steps := []step{
+			{store.IdemInspect, "", "", "", store.IdemAbsent, "", ""},
+			{store.IdemComplete, "A", "", "r", store.IdemAbsent, "", ""},
+			{store.IdemClaim, "A", "fp1", "", store.IdemClaimed, "", ""},
+			{store.IdemClaim, "B", "fp1", "", store.IdemInProgress, "", "A"},
+			{store.IdemClaim, "B", "fp2", "", store.IdemMismatch, "", ""},
+			{store.IdemInspect, "", "", "", store.IdemInProgress, "", "A"},
+			{store.IdemComplete, "B", "", "evil", store.IdemNotOwner, "", "A"},
+			{store.IdemRelease, "B", "", "", store.IdemNotOwner, "", "A"},
+			{store.IdemComplete, "A", "", "result-1", store.IdemCompleted, "result-1", ""},
+			{store.IdemComplete, "A", "", "result-2", store.IdemCompleted, "result-1", ""},
+			{store.IdemClaim, "C", "fp1", "", store.IdemCompleted, "result-1", ""},
+			{store.IdemClaim, "C", "fp2", "", store.IdemMismatch, "", ""},
+			{store.IdemRelease, "A", "", "", store.IdemCompleted, "result-1", ""},
+		}
+		for i, s := range steps {
+			d := idem(t, b, s.op, s.owner, s.fp, s.result, u)
+			if d.Outcome != s.want || string(d.StoredResult) != s.wantRes || d.Holder != s.holder {
+				t.Errorf("step %d: got (%v, %q, holder %q), want (%v, %q, holder %q)", i, d.Outcome, d.StoredResult, d.Holder, s.want, s.wantRes, s.holder)
+			}
+			if s.want == store.IdemInProgress && s.op == store.IdemClaim {
+				f.checkDur(t, fmt.Sprintf("step %d lease left", i), d.LeaseLeft, 5*u)
+			}
+		}
+	})
+	t.Run("Release", func(t *testing.T) {
+		f := newFixture(t)
+		b, u := f.Backend, f.unit()
+		idem(t, b, store.IdemClaim, "A", "fp", "", u)
+		if d := idem(t, b, store.IdemRelease, "A", "", "", u); d.Outcome != store.IdemReleased {
+			t.Fatalf("release by owner: got %v, want released", d.Outcome)
+		}
+		if d := idem(t, b, store.IdemClaim, "B", "fp2", "", u); d.Outcome != store.IdemClaimed {
+			t.Fatalf("claim after release: got %v, want claimed", d.Outcome)
+		}
+	})
+	t.Run("RecoveryAndRetention", func(t *testing.T) {
+		f := newFixture(t)
+		needTime(t, f)
+		b, u := f.Backend, f.unit()
+		idem(t, b, store.IdemClaim, "A", "fp", "", u)
+		f.Advance(3 * u)
+		if d := idem(t, b, store.IdemClaim, "B", "fp", "", u); d.Outcome != store.IdemInProgress {
+			t.Fatalf("claim during the lease: got %v, want in progress", d.Outcome)
+		} else {
+			f.checkDur(t, "lease left", d.LeaseLeft, 2*u)
+			f.checkDur(t, "retention left", d.TTL, 97*u)
+		}
+		f.Advance(2*u + f.Slack)
+		d := idem(t, b, store.IdemClaim, "B", "fp", "", u)
+		if d.Outcome != store.IdemRecovered || d.PrevOwner != "A" {
+			t.Fatalf("claim after the lease lapsed: got (%v, prev %q), want (recovered, prev \"A\")", d.Outcome, d.PrevOwner)
+		}
+		f.checkDur(t, "retention kept by recovery", d.TTL, 95*u-f.Slack)
+		if d := idem(t, b, store.IdemComplete, "A", "", "late", u); d.Outcome != store.IdemNotOwner || d.Holder != "B" {
+			t.Fatalf("completion by the dead owner: got (%v, holder %q), want (not owner, \"B\")", d.Outcome, d.Holder)
+		}
+		if d := idem(t, b, store.IdemComplete, "B", "", "ok", u); d.Outcome != store.IdemCompleted {
+			t.Fatalf("completion by the new owner: got %v, want completed", d.Outcome)
+		}
+		f.Advance(90 * u)
+		if d := idem(t, b, store.IdemInspect, "", "", "", u); d.Outcome != store.IdemCompleted {
+			t.Fatalf("inspect within retention: got %v, want completed", d.Outcome)
+		}
+		f.Advance(5*u + f.Slack)
+		if d := idem(t, b, store.IdemClaim, "C", "other", "", u); d.Outcome != store.IdemClaimed {
+			t.Fatalf("claim after retention: got %v, want claimed (retention is fixed, reads do not extend it)", d.Outcome)
+		}
+	})
+	t.Run("Invalid", func(t *testing.T) {
+		f := newFixture(t)
+		for _, d := range []*store.Idempotency{
+			{Op: store.IdemClaim, Key: "k", Owner: "", Lease: time.Second, Retention: time.Hour},
+			{Op: store.IdemClaim, Key: "k", Owner: "a", Lease: 0, Retention: time.Hour},
+			{Op: store.IdemClaim, Key: "k", Owner: "a", Lease: time.Hour, Retention: time.Second},
+			{Op: store.IdemComplete, Key: "k"},
+			{Op: 99, Key: "k"},
+		} {
+			if err := f.Backend.Decide(ctx, d); !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("%+v: got %v, want ErrInvalidArgument", *d, err)
+			}
+		}
+	})
+}
+
+func runLease(t *testing.T, newFixture NewFunc) {
+	ctx := context.Background()
+	lease := func(t *testing.T, b store.Backend, op store.LeaseOp, holder string, token uint64, ttl time.Duration) *store.Lease {
+		t.Helper()
+		d := &store.Lease{Op: op, Key: "lease:{r}", FenceKey: "lease:{r}:fence", Holder: holder, Token: token, TTL: ttl}
+		decide(t, b, d)
+		return d
+	}
+	t.Run("Lifecycle", func(t *testing.T) {
+		f := newFixture(t)
+		b, u := f.Backend, f.unit()
+		if d := lease(t, b, store.LeaseInspect, "", 0, 0); d.OK || d.Fence != 0 {
+			t.Fatalf("inspect a fresh lease: got (ok %v, fence %d), want (false, 0)", d.OK, d.Fence)
+		}
+		a := lease(t, b, store.LeaseAcquire, "A", 0, 10*u)
+		if !a.OK || a.Current.Token != 1 || a.Current.Holder != "A" || a.Fence != 1 {
+			t.Fatalf("first acquire: got %+v, want ok with token 1", *a)
+		}
+		if d := lease(t, b, store.LeaseAcquire, "B", 0, 10*u); d.OK || d.Current.Holder != "A" || d.Current.Token != 1 {
+			t.Fatalf("acquire of a held lease: got %+v, want refused naming A/1", *d)
+		}
+		if d := lease(t, b, store.LeaseAcquire, "A", 0, 10*u); d.OK {
+			t.Fatal("re-acquire by the holder succeeded, want refused (use renew)")
+		}
+		if d := lease(t, b, store.LeaseRenew, "A", 2, 10*u); d.OK {
+			t.Fatal("renew with a wrong token succeeded")
+		}
+		if d := lease(t, b, store.LeaseRenew, "B", 1, 10*u); d.OK {
+			t.Fatal("renew by a non-holder succeeded")
+		}
+		if d := lease(t, b, store.LeaseRenew, "A", 1, 20*u); !d.OK {
+			t.Fatal("renew by the holder failed")
+		} else {
+			f.checkDur(t, "renewed TTL", d.Current.TTL, 20*u)
+		}
+		if d := lease(t, b, store.LeaseRelease, "B", 1, 0); d.OK {
+			t.Fatal("release by a non-holder succeeded")
+		}
+		if d := lease(t, b, store.LeaseRelease, "A", 1, 0); !d.OK || d.Current.Holder != "" {
+			t.Fatalf("release by the holder: got %+v, want ok and no current lease", *d)
+		}
+		if d := lease(t, b, store.LeaseAcquire, "B", 0, 10*u); !d.OK || d.Current.Token != 2 {
+			t.Fatalf("acquire after release: got %+v, want token 2", *d)
+		}
+		lease(t, b, store.LeaseRelease, "B", 2, 0)
+		d := &store.Lease{Op: store.LeaseAcquire, Key: "lease:{r}", FenceKey: "lease:{r}:fence", Holder: "C", TTL: u, MinToken: 100}
+		decide(t, b, d)
+		if !d.OK || d.Current.Token != 100 {
+			t.Fatalf("acquire with MinToken 100: got %+v, want token 100", *d)
+		}
+		it, ok, _ := b.Get(ctx, "lease:{r}:fence")
+		if !ok || string(it.Value) != "100" || it.TTL != store.NoTTL {
+			t.Fatalf("fence key: got (%q, ttl %v, %v), want (\"100\", NoTTL, true)", it.Value, it.TTL, ok)
+		}
+	})
+	t.Run("Expiry", func(t *testing.T) {
+		f := newFixture(t)
+		needTime(t, f)
+		b, u := f.Backend, f.unit()
+		lease(t, b, store.LeaseAcquire, "A", 0, 2*u)
+		f.Advance(2*u + f.Slack)
+		if d := lease(t, b, store.LeaseRenew, "A", 1, 2*u); d.OK {
+			t.Fatal("renew after expiry succeeded")
+		}
+		if d := lease(t, b, store.LeaseAcquire, "B", 0, 2*u); !d.OK || d.Current.Token != 2 {
+			t.Fatalf("acquire after expiry: got %+v, want token 2", *d)
+		}
+		if d := lease(t, b, store.LeaseRelease, "A", 1, 0); d.OK {
+			t.Fatal("release by an expired holder succeeded")
+		}
+	})
+	t.Run("Invalid", func(t *testing.T) {
+		f := newFixture(t)
+		for _, d := range []*store.Lease{
+			{Op: store.LeaseAcquire, Key: "k", FenceKey: "f", Holder: "", TTL: time.Second},
+			{Op: store.LeaseAcquire, Key: "k", FenceKey: "f", Holder: "a", TTL: 0},
+			{Op: store.LeaseAcquire, Key: "k", FenceKey: "k", Holder: "a", TTL: time.Second},
+			{Op: 9, Key: "k", FenceKey: "f"},
+		} {
+			if err := f.Backend.Decide(ctx, d); !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("%+v: got %v, want ErrInvalidArgument", *d, err)
+			}
+		}
+	})
+}
+
+func runFlagWrite(t *testing.T, newFixture NewFunc) {
+	ctx := context.Background()
+	f := newFixture(t)
+	b := f.Backend
+	w := func(ifv uint64, val, audit string, keep int) *store.FlagWrite {
+		d := &store.FlagWrite{Key: "flag:{f}", IfVersion: ifv, Value: []byte(val), AuditKey: "flag:{f}:audit", Audit: []byte(audit), AuditKeep: keep}
+		decide(t, b, d)
+		return d
+	}
+	d1 := w(0, "on", "a1", 0)
+	if !d1.OK || d1.Version == 0 {
+		t.Fatalf("create: got %+v, want ok", *d1)
+	}
+	if d := w(0, "off", "bad", 0); d.OK || d.Current != d1.Version {
+		t.Fatalf("create of an existing flag: got %+v, want refused with current v%d", *d, d1.Version)
+	}
+	d2 := w(d1.Version, "off", "a2", 0)
+	if !d2.OK || d2.Version == d1.Version {
+		t.Fatalf("CAS: got %+v, want ok with a new version", *d2)
+	}
+	if d := w(d1.Version, "stale", "bad", 0); d.OK || d.Current != d2.Version {
+		t.Fatalf("stale CAS: got %+v, want refused with current v%d", *d, d2.Version)
+	}
+	it, _, _ := b.Get(ctx, "flag:{f}")
+	if string(it.Value) != "off" || it.Version != d2.Version || it.TTL != store.NoTTL {
+		t.Fatalf("flag: got (%q, v%d, ttl %v), want (\"off\", v%d, NoTTL)", it.Value, it.Version, it.TTL, d2.Version)
+	}
+	logOf := func() string {
+		it, _, _ := b.Get(ctx, "flag:{f}:audit")
+		recs, err := store.DecodeLog(it.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(bytes.Join(recs, []byte(",")))
+	}
+	if got := logOf(); got != "a1,a2" {
+		t.Fatalf("audit log: got %q, want \"a1,a2\"", got)
+	}
+	d3 := w(d2.Version, "x", "a3", 2)
+	if !d3.OK {
+		t.Fatal("write with AuditKeep failed")
+	}
+	if got := logOf(); got != "a2,a3" {
+		t.Fatalf("audit log kept to 2: got %q, want \"a2,a3\"", got)
+	}
+	if err := b.Decide(ctx, &store.FlagWrite{Key: "k", AuditKey: "k"}); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("flag and audit on one key: got %v, want ErrInvalidArgument", err)
+	}
+}
+
+// workers runs fn(i) on n goroutines at once and waits.
+func workers(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+func runConcurrency(t *testing.T, newFixture NewFunc) {
+	ctx := context.Background()
+	const n = 64
+	t.Run("TokenBucket", func(t *testing.T) {
+		f := newFixture(t)
+		var admitted atomic.Int64
+		workers(n, func(int) {
+			for range 4 {
+				d := &store.TokenBucket{Key: "tb", Capacity: 50, Interval: 1000 * f.unit(), Cost: 1}
+				if err := f.Backend.Decide(ctx, d); err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+		if got := admitted.Load(); got != 50 {
+			t.Fatalf("admitted %d of %d requests, want exactly the capacity 50", got, 4*n)
+		}
+	})
+	t.Run("FixedWindow", func(t *testing.T) {
+		f := newFixture(t)
+		var admitted atomic.Int64
+		workers(n, func(int) {
+			for range 4 {
+				d := &store.FixedWindow{Key: "fw", Limit: 100, Window: 1000 * f.unit(), Cost: 1}
+				if err := f.Backend.Decide(ctx, d); err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+		if got := admitted.Load(); got != 100 {
+			t.Fatalf("admitted %d, want exactly the limit 100", got)
+		}
+	})
+	t.Run("SlidingWindow", func(t *testing.T) {
+		f := newFixture(t)
+		var admitted atomic.Int64
+		workers(n, func(int) {
+			for range 4 {
+				d := &store.SlidingWindow{Key: "sw", Limit: 100, Window: 1000 * f.unit(), Cost: 1}
+				if err := f.Backend.Decide(ctx, d); err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+		if got := admitted.Load(); got != 100 {
+			t.Fatalf("admitted %d, want exactly the limit 100", got)
+		}
+	})
+	t.Run("IdempotencyClaim", func(t *testing.T) {
+		f := newFixture(t)
+		var claimed atomic.Int64
+		workers(n, func(i int) {
+			d := &store.Idempotency{Op: store.IdemClaim, Key: "idem", Fingerprint: []byte("fp"), Owner: fmt.Sprint("o", i), Lease: f.unit() * 100, Retention: f.unit() * 1000}
+			if err := f.Backend.Decide(ctx, d); err != nil {
+				t.Error(err)
+				return
+			}
+			if d.Outcome == store.IdemClaimed {
+				claimed.Add(1)
+			} else if d.Outcome != store.IdemInProgress {
+				t.Errorf("duplicate claim: got %v, want in progress", d.Outcome)
+			}
+		})
+		if got := claimed.Load(); got != 1 {
+			t.Fatalf("claims won: got %d, want 1", got)
+		}
+	})
+	t.Run("LeaseAcquire", func(t *testing.T) {
+		f := newFixture(t)
+		var won atomic.Int64
+		tokens := make([]uint64, n)
+		workers(n, func(i int) {
+			for range 20 {
+				d := &store.Lease{Op: store.LeaseAcquire, Key: "l", FenceKey: "l:fence", Holder: fmt.Sprint("h", i), TTL: 100 * f.unit()}
+				if err := f.Backend.Decide(ctx, d); err != nil {
+					t.Error(err)
+					return
+				}
+				if d.OK {
+					won.Add(1)
+					tokens[i] = d.Current.Token
+					r := &store.Lease{Op: store.LeaseRelease, Key: "l", FenceKey: "l:fence", Holder: d.Holder, Token: d.Current.Token}
+					if err := f.Backend.Decide(ctx, r); err != nil || !r.OK {
+						t.Errorf("release by the holder: got (%v, %v), want ok", r.OK, err)
+					}
+				}
+			}
+		})
+		d := &store.Lease{Op: store.LeaseInspect, Key: "l", FenceKey: "l:fence"}
+		decide(t, f.Backend, d)
+		if d.Fence != uint64(won.Load()) {
+			t.Fatalf("fence after %d acquisitions: got %d, want one token per acquisition", won.Load(), d.Fence)
+		}
+	})
+	t.Run("FlagWrite", func(t *testing.T) {
+		f := newFixture(t)
+		var won atomic.Int64
+		workers(n, func(i int) {
+			for range 10 {
+				cur := uint64(0)
+				if it, ok, err := f.Backend.Get(ctx, "flag"); err != nil {
+					t.Error(err)
+					return
+				} else if ok {
+					cur = it.Version
+				}
+				d := &store.FlagWrite{Key: "flag", IfVersion: cur, Value: []byte(fmt.Sprint(i)), AuditKey: "audit", Audit: []byte(fmt.Sprint(i))}
+				if err := f.Backend.Decide(ctx, d); err != nil {
+					t.Error(err)
+					return
+				}
+				if d.OK {
+					won.Add(1)
+				}
+			}
+		})
+		it, _, _ := f.Backend.Get(ctx, "audit")
+		recs, err := store.DecodeLog(it.Value)
+		if err != nil || int64(len(recs)) != won.Load() {
+			t.Fatalf("audit records: got %d (%v), want one per successful write (%d)", len(recs), err, won.Load())
+		}
+	})
+}

@@ -1,0 +1,114 @@
+// Package storetest is the conformance suite for store.Backend and the
+// contract suites of the use-case adapters, written so that any backend can
+// run them: the embedded engine here, Redis or Valkey in another module.
+//
+// # Plugging in a backend
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) storetest.Fixture {
+//			b := newRedisBackend(t) // fresh keyspace (FLUSHDB or a unique prefix)
+//			return storetest.Fixture{
+//				Backend: b,
+//				Advance: func(d time.Duration) { time.Sleep(d) },
+//				Unit:    100 * time.Millisecond,
+//				Slack:   15 * time.Millisecond,
+//			}
+//		})
+//		storetest.RunUseCases(t, newFixture) // the adapters' suites
+//	}
+//
+// # Time
+//
+// Time-dependent cases need the backend's clock to move. A backend whose
+// clock is controllable (the embedded engine on clock.Manual) advances it
+// exactly, and every duration check is exact. A backend on real time (Redis
+// TIME) passes an Advance that sleeps, a small Unit so that the cases stay
+// fast (every duration in the suite is a small multiple of Unit), and a
+// Slack: the tolerance on every reported duration (TTL, retry-after,
+// reset), covering the time that passes between calls and the backend's
+// TTL granularity. Slack must be well below Unit (Unit ≥ 5×Slack). A
+// backend that cannot move time at all leaves Advance nil: the
+// time-dependent cases are then skipped, the others still run.
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/engine"
+	"github.com/tidekv/tide/usecases/store"
+	"github.com/tidekv/tide/usecases/store/embedded"
+)
+
+// Fixture is one fresh, empty backend for one test case.
+type Fixture struct {
+	// Backend is the backend under test. Its keyspace must be empty.
+	Backend store.Backend
+	// Advance moves the backend's clock forward by d. It may sleep. nil
+	// means the clock cannot be moved: time-dependent cases are skipped.
+	Advance func(d time.Duration)
+	// Unit scales every duration the suite uses. 0 means one second.
+	Unit time.Duration
+	// Slack is the tolerance on durations the backend reports. 0 means
+	// exact.
+	Slack time.Duration
+}
+
+// NewFunc returns a fresh fixture. It registers any cleanup with t.
+type NewFunc func(t *testing.T) Fixture
+
+func (f *Fixture) unit() time.Duration {
+	if f.Unit <= 0 {
+		return time.Second
+	}
+	return f.Unit
+}
+
+// Embedded is a NewFunc for the embedded engine on a manual clock, with no
+// background expiry goroutine. The adapters' own tests run their suites on
+// it.
+func Embedded(t *testing.T) Fixture {
+	t.Helper()
+	b, clk := NewEmbedded(t)
+	return Fixture{Backend: b, Advance: func(d time.Duration) { clk.Advance(d) }}
+}
+
+// NewEmbedded returns an embedded backend on a fresh engine and the manual
+// clock both use (starting at 2026-01-01 UTC). The engine is closed when t
+// ends.
+func NewEmbedded(t testing.TB) (*embedded.Backend, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, err := engine.New(engine.Config{Clock: clk, ExpiryInterval: -1, Shards: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	b, err := embedded.New(embedded.Config{Engine: e, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, clk
+}
+
+// needTime skips t if f cannot advance time.
+func needTime(t *testing.T, f Fixture) {
+	t.Helper()
+	if f.Advance == nil {
+		t.Skip("backend clock cannot be advanced")
+	}
+}
+
+// durEq reports whether got is want within f's slack.
+func (f *Fixture) durEq(got, want time.Duration) bool {
+	d := got - want
+	return d <= f.Slack && -d <= f.Slack
+}
+
+func (f *Fixture) checkDur(t *testing.T, what string, got, want time.Duration) {
+	t.Helper()
+	if !f.durEq(got, want) {
+		t.Errorf("%s: got %v, want %v (slack %v)", what, got, want, f.Slack)
+	}
+}
