@@ -97,6 +97,9 @@ type Options struct {
 	// Reclaim is the period of background expiry for peers where it is a
 	// setting (go-cache janitor, bigcache CleanWindow); 0 means 1 s.
 	Reclaim time.Duration
+	// NoBackground turns off background expiry where it is a setting
+	// (tide, go-cache, ttlcache), for timing an explicit pass (ExpireNow).
+	NoBackground bool
 }
 
 func (o Options) payload() int64 { return int64(o.KeyLen + o.ValueLen) }
@@ -161,6 +164,9 @@ type tideCache struct{ e *engine.Engine }
 func newTide(bounded bool) func(o Options) Cache {
 	return func(o Options) Cache {
 		cfg := engine.Config{}
+		if o.NoBackground {
+			cfg.ExpiryInterval = -1
+		}
 		if bounded {
 			cfg.MaxBytes = 2 * int64(o.Entries) * (o.payload() + engine.EntryOverhead)
 			cfg.Policy = evict.AllKeysLRU
@@ -358,6 +364,9 @@ func (c freeCache) Close()   { c.c.Clear() }
 type goCache struct{ c *gocache.Cache }
 
 func newGoCache(o Options) Cache {
+	if o.NoBackground {
+		return goCache{gocache.New(gocache.NoExpiration, 0)}
+	}
 	return goCache{gocache.New(gocache.NoExpiration, o.reclaim())}
 }
 
@@ -374,13 +383,32 @@ func (c goCache) Len() int                                       { return c.c.It
 func (c goCache) Flush()                                         {}
 func (c goCache) Close()                                         { c.c.Flush() }
 
-// GoCacheDeleteExpired runs go-cache's janitor pass by hand.
-func GoCacheDeleteExpired(c Cache) bool {
-	g, ok := c.(goCache)
-	if ok {
-		g.c.DeleteExpired()
+// ExpireNow runs the peer's explicit expiry pass until no due entry is
+// left, for the peers that have one, and names it.
+func ExpireNow(c Cache) (method string, ok bool) {
+	switch c := c.(type) {
+	case tideCache:
+		for {
+			if _, more := c.e.RunExpiryCycle(); !more {
+				break
+			}
+		}
+		return "RunExpiryCycle until done", true
+	case goCache:
+		c.c.DeleteExpired()
+		return "DeleteExpired (full scan)", true
+	case ttlCache:
+		c.c.DeleteExpired()
+		return "DeleteExpired (deadline heap)", true
+	case otterCache:
+		c.c.CleanUp()
+		return "CleanUp (timer wheel)", true
 	}
-	return ok
+	return "", false
+}
+
+func newForExpireCost(p Peer, n int) Cache {
+	return p.New(Options{Entries: n, KeyLen: KeyLen, ValueLen: ValueLen, NoBackground: true})
 }
 
 // ---- ttlcache ----
@@ -394,7 +422,9 @@ func newTTLCache(o Options) Cache {
 		ttlcache.WithCapacity[string, []byte](uint64(o.Entries)),
 		ttlcache.WithDisableTouchOnHit[string, []byte](),
 	)
-	go c.Start()
+	if !o.NoBackground {
+		go c.Start()
+	}
 	return ttlCache{c}
 }
 
@@ -409,7 +439,11 @@ func (c ttlCache) Set(key string, v []byte) { c.c.Set(key, v, ttlcache.NoTTL) }
 func (c ttlCache) SetTTL(key string, v []byte, ttl time.Duration) {
 	c.c.Set(key, v, ttl)
 }
-func (c ttlCache) Len() int { return c.c.Len() }
+// Len counts resident entries: ttlcache's own Len skips expired ones.
+func (c ttlCache) Len() int {
+	m := c.c.Metrics()
+	return int(m.Insertions - m.Evictions)
+}
 func (c ttlCache) Flush()   {}
 func (c ttlCache) Close()   { c.c.Stop(); c.c.DeleteAll() }
 

@@ -1,0 +1,59 @@
+// Command memory measures, one peer per process, the heap each peer holds
+// per entry beyond key + value (1M entries of 16-byte keys and 64-byte
+// values, after runtime.GC) and, with -gc N, the wall time of N forced
+// runtime.GC() calls with those entries resident.
+//
+//	go run ./cmd/memory -peer all -n 1000000 -out results/memory.json
+//	go run ./cmd/memory -peer all -n 5000000 -gc 5 -out results/gc.json
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/tidekv/tide/bench"
+)
+
+func main() {
+	peer := flag.String("peer", "all", "peer name, comma-separated names, or all (one process per peer)")
+	n := flag.Int("n", 1_000_000, "entries")
+	gc := flag.Int("gc", 0, "forced runtime.GC() calls to time after the fill")
+	out := flag.String("out", "", "write the collected results (JSON) here")
+	flag.Parse()
+
+	if p, err := bench.Lookup(*peer); err == nil {
+		r := bench.MeasureMemory(p, *n, *gc)
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+		return
+	}
+	peers, err := bench.ParsePeers(*peer)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	lines := bench.ForEachPeer(peers, []string{"-n", fmt.Sprint(*n), "-gc", fmt.Sprint(*gc)})
+	var rs []bench.MemoryResult
+	for _, l := range lines {
+		var r bench.MemoryResult
+		if err := json.Unmarshal(l, &r); err == nil {
+			rs = append(rs, r)
+		}
+	}
+	fmt.Printf("| peer | entries | resident | heap MiB | B/entry | overhead B/entry | fill s | GC median ms |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Printf("| %s | %d | %d | %.1f | %.1f | %.1f | %.2f | %.2f |\n", r.Peer, r.Entries, r.Resident,
+			float64(r.HeapBytes)/(1<<20), r.PerEntry, r.Overhead, r.FillSecs, r.GCMedianMs)
+	}
+	if *out != "" {
+		if err := bench.WriteJSON(*out, struct {
+			Env     bench.Env            `json:"env"`
+			Results []bench.MemoryResult `json:"results"`
+		}{bench.Environment(), rs}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+}
