@@ -12,15 +12,19 @@ type sketch struct {
 	blockMask uint64 // number of blocks - 1
 	additions int    // increments since the last reset
 	period    int    // reset when additions reaches period
+	n         int    // entries the sketch is sized for
 }
 
 // ensure sizes the sketch for about n entries. Growing doubles the table by
 // copying it into both halves, which keeps every key's counters as they
 // were (the block index gains one hash bit, and both choices hold a copy).
 func (s *sketch) ensure(n int) {
-	n = max(n, 64)
+	n = min(max(n, 8), 1<<26)
 	want := 1 << bits.Len(uint(n-1)) // next power of two, in words
-	want = min(want, 1<<26)
+	if n > s.n {
+		s.n = n
+		s.period = 10 * n
+	}
 	if len(s.table) >= want {
 		return
 	}
@@ -35,7 +39,6 @@ func (s *sketch) ensure(n int) {
 		}
 	}
 	s.blockMask = uint64(len(s.table)/8 - 1)
-	s.period = 10 * len(s.table)
 }
 
 func (s *sketch) block(hash uint64) (base uint64, h uint64) {
@@ -83,8 +86,11 @@ func (s *sketch) increment(hash uint64) {
 }
 
 func (s *sketch) reset() {
+	odd := 0
 	for i, w := range s.table {
+		odd += bits.OnesCount64(w & 0x1111111111111111)
 		s.table[i] = (w >> 1) & 0x7777777777777777
 	}
-	s.additions /= 2
+	// Each key has 4 counters; halving loses half a count on odd ones.
+	s.additions = max(0, s.additions-odd/4) / 2
 }

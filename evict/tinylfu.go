@@ -227,7 +227,11 @@ func (p *WTinyLFU) climb() {
 	if p.maximum <= 0 || p.est <= 0 {
 		return
 	}
-	if n := p.hits + p.missN; n >= 10*p.est {
+	if p.total < p.maximum/2 {
+		// Not evicting yet: the hit rate says nothing about the split
+		// between window and main.
+		p.hits, p.missN = 0, 0
+	} else if n := p.hits + p.missN; n >= 10*p.est {
 		rate := float64(p.hits) / float64(n)
 		change := rate - p.prevRate
 		amount := p.step

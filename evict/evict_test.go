@@ -1,0 +1,423 @@
+package evict
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+type checker interface{ check() error }
+
+// evicting lists every Spec that builds a policy.
+func evicting() []Spec {
+	var s []Spec
+	for _, sp := range Specs {
+		if sp.New != nil {
+			s = append(s, sp)
+		}
+	}
+	return s
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in       string
+		want     string
+		volatile bool
+		err      error
+	}{
+		{"", "noeviction", false, nil},
+		{"noeviction", "noeviction", false, nil},
+		{"allkeys-lru", "allkeys-lru", false, nil},
+		{" AllKeys-LFU ", "allkeys-lfu", false, nil},
+		{"allkeys-random", "allkeys-random", false, nil},
+		{"volatile-lru", "volatile-lru", true, nil},
+		{"volatile-lfu", "volatile-lfu", true, nil},
+		{"volatile-random", "volatile-random", true, nil},
+		{"volatile-ttl", "volatile-ttl", true, nil},
+		{"tinylfu", "tinylfu", false, nil},
+		{"w-tinylfu", "tinylfu", false, nil},
+		{"volatile-tinylfu", "volatile-tinylfu", true, nil},
+		{"lru", "", false, ErrUnknownPolicy},
+		{"allkeys-ttl", "", false, ErrUnknownPolicy},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.in)
+		if !errors.Is(err, tt.err) {
+			t.Errorf("Parse(%q) error = %v, want %v", tt.in, err, tt.err)
+			continue
+		}
+		if got.Name != tt.want || got.Volatile != tt.volatile {
+			t.Errorf("Parse(%q) = %q volatile=%v, want %q volatile=%v", tt.in, got.Name, got.Volatile, tt.want, tt.volatile)
+		}
+		if err == nil && (got.New == nil) != (tt.want == "noeviction") {
+			t.Errorf("Parse(%q).New nil = %v", tt.in, got.New == nil)
+		}
+	}
+	for _, s := range Specs {
+		got, err := Parse(s.Name)
+		if err != nil || got.Name != s.Name {
+			t.Errorf("Parse(%q) = %q, %v", s.Name, got.Name, err)
+		}
+	}
+	if NoEviction.Name != "noeviction" || NoEviction.Volatile || NoEviction.New != nil {
+		t.Errorf("NoEviction changed: %+v", NoEviction)
+	}
+}
+
+func TestErrorsPrefixed(t *testing.T) {
+	if got := ErrUnknownPolicy.Error(); got[:6] != "tide: " {
+		t.Errorf("ErrUnknownPolicy = %q, want prefix %q", got, "tide: ")
+	}
+}
+
+func TestEmptyAndBadInput(t *testing.T) {
+	for _, s := range evicting() {
+		for _, capacity := range []int64{-1, 0, 1, 1 << 40} {
+			p := s.New(capacity)
+			if h, ok := p.Victim(0); ok {
+				t.Errorf("%s(%d): Victim on empty = %d, true", s.Name, capacity, h)
+			}
+			// Calls on unknown handles must not panic or start tracking.
+			p.Access(12345)
+			p.Remove(7)
+			p.Miss(42)
+			if h, ok := p.Victim(-5); ok {
+				t.Errorf("%s: Victim after bogus calls = %d, true", s.Name, h)
+			}
+			p.Add(3, Entry{Hash: 1, Size: -10, Deadline: -1})
+			p.Add(3, Entry{Hash: 1, Size: 5}) // twice: an update
+			p.Update(9, Entry{Hash: 2, Size: 1})
+			for range 2 {
+				h, ok := p.Victim(1)
+				if !ok || (h != 3 && h != 9) {
+					t.Fatalf("%s: Victim = %d, %v, want 3 or 9", s.Name, h, ok)
+				}
+				p.Remove(h)
+			}
+			if h, ok := p.Victim(2); ok {
+				t.Errorf("%s: Victim after removing all = %d", s.Name, h)
+			}
+			if err := p.(checker).check(); err != nil {
+				t.Errorf("%s: %v", s.Name, err)
+			}
+		}
+	}
+}
+
+// fill adds handles 0..n-1 with deadlines n-i (so handle n-1 is due first).
+func fill(p Policy, n int) {
+	for i := range n {
+		p.Add(Handle(i), Entry{Hash: uint64(i)*0x9e3779b97f4a7c15 + 1, Size: 1, Deadline: int64(1000 + n - i)})
+	}
+}
+
+func TestVictimChoice(t *testing.T) {
+	tests := []struct {
+		name  string
+		spec  Spec
+		setup func(p Policy)
+		want  []Handle // acceptable victims
+	}{
+		{"lru evicts the least recently read", AllKeysLRU, func(p Policy) {
+			fill(p, 100)
+			for i := range 100 {
+				if i != 42 {
+					p.Access(Handle(i))
+					p.Add(Handle(200+i), Entry{Size: 1}) // a write advances the clock
+					p.Remove(Handle(200 + i))
+				}
+			}
+		}, []Handle{42}},
+		{"lru evicts the oldest write", AllKeysLRU, func(p Policy) { fill(p, 100) }, []Handle{0}},
+		{"lru: an update refreshes", AllKeysLRU, func(p Policy) {
+			fill(p, 3)
+			p.Update(0, Entry{Size: 2})
+		}, []Handle{1}},
+		{"lfu evicts the least read", AllKeysLFU, func(p Policy) {
+			fill(p, 20)
+			for i := range 20 {
+				if i != 7 {
+					for range 50 {
+						p.Access(Handle(i))
+					}
+				}
+			}
+		}, []Handle{7}},
+		{"ttl evicts the nearest deadline", VolatileTTL, func(p Policy) { fill(p, 20) }, []Handle{19}},
+		{"ttl evicts no-deadline entries last", VolatileTTL, func(p Policy) {
+			p.Add(0, Entry{Size: 1})
+			p.Add(1, Entry{Size: 1, Deadline: 5e9})
+		}, []Handle{1}},
+		{"random returns a tracked handle", AllKeysRandom, func(p Policy) {
+			fill(p, 10)
+			for i := range 9 {
+				p.Remove(Handle(i))
+			}
+		}, []Handle{9}},
+		{"tinylfu keeps a popular entry over a scan", TinyLFU, func(p Policy) {
+			fill(p, 100)
+			for range 20 {
+				p.Access(5)
+				p.Victim(0) // drains the read buffer
+			}
+			for i := 100; i < 400; i++ { // scan of one-hit wonders
+				v, _ := p.Victim(0)
+				if v == 5 {
+					panic("popular entry evicted")
+				}
+				p.Remove(v)
+				p.Add(Handle(i), Entry{Hash: uint64(i) * 0x9e3779b97f4a7c15, Size: 1})
+			}
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.spec.New(100)
+			tt.setup(p)
+			got, ok := p.Victim(1)
+			if !ok {
+				t.Fatalf("Victim = _, false")
+			}
+			if tt.want != nil {
+				found := false
+				for _, w := range tt.want {
+					found = found || got == w
+				}
+				if !found {
+					t.Errorf("Victim = %d, want one of %v", got, tt.want)
+				}
+			}
+			if err := p.(checker).check(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestLFUDecay(t *testing.T) {
+	p := NewLFU(LFUConfig{LogFactor: -1}) // every hit counts
+	p.Add(0, Entry{})
+	p.Add(1, Entry{})
+	for range 100 {
+		p.Access(0) // 0 is hot at minute 0
+	}
+	for range 10 {
+		p.Access(1)
+	}
+	if got, _ := p.Victim(0); got != 1 {
+		t.Fatalf("at minute 0: Victim = %d, want 1", got)
+	}
+	// 300 minutes later both decayed to zero; 1 is read again and has 1.
+	p.Victim(int64(300 * 60e9))
+	p.Access(1)
+	if got, _ := p.Victim(int64(300 * 60e9)); got != 0 {
+		t.Errorf("after decay: Victim = %d, want 0", got)
+	}
+	q := NewLFU(LFUConfig{DecayTime: -1, LogFactor: -1})
+	q.Add(0, Entry{})
+	q.Add(1, Entry{})
+	q.Access(0)
+	q.Victim(int64(1000 * 60e9))
+	q.Access(1)
+	q.Access(1)
+	if got, _ := q.Victim(int64(1000 * 60e9)); got != 0 {
+		t.Errorf("no decay: Victim = %d, want 0", got)
+	}
+}
+
+// TestModel drives every policy with random operations and checks, after
+// each one, that Victim only returns tracked handles and that the policy's
+// own bookkeeping is consistent.
+func TestModel(t *testing.T) {
+	for _, s := range evicting() {
+		t.Run(s.Name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				capacity := rapid.Int64Range(-1, 64).Draw(t, "cap")
+				p := s.New(capacity)
+				live := map[Handle]bool{}
+				now := int64(0)
+				handle := rapid.Custom(func(t *rapid.T) Handle { return Handle(rapid.IntRange(0, 40).Draw(t, "h")) })
+				entry := rapid.Custom(func(t *rapid.T) Entry {
+					return Entry{
+						Hash:     rapid.Uint64Range(0, 50).Draw(t, "hash"),
+						Size:     rapid.Int64Range(-1, 8).Draw(t, "size"),
+						Deadline: rapid.Int64Range(0, 1e12).Draw(t, "deadline"),
+					}
+				})
+				t.Repeat(map[string]func(*rapid.T){
+					"add": func(t *rapid.T) {
+						h := handle.Draw(t, "h")
+						p.Add(h, entry.Draw(t, "e"))
+						live[h] = true
+					},
+					"update": func(t *rapid.T) {
+						h := handle.Draw(t, "h")
+						p.Update(h, entry.Draw(t, "e"))
+						live[h] = true
+					},
+					"remove": func(t *rapid.T) {
+						h := handle.Draw(t, "h")
+						p.Remove(h)
+						delete(live, h)
+					},
+					"access": func(t *rapid.T) { p.Access(handle.Draw(t, "h")) },
+					"miss":   func(t *rapid.T) { p.Miss(rapid.Uint64Range(0, 50).Draw(t, "hash")) },
+					"evict": func(t *rapid.T) {
+						now += rapid.Int64Range(-1e9, 120e9).Draw(t, "dt")
+						h, ok := p.Victim(now)
+						if ok != (len(live) > 0) {
+							t.Fatalf("Victim ok = %v with %d live", ok, len(live))
+						}
+						if ok && !live[h] {
+							t.Fatalf("Victim returned %d, not live (live %v)", h, live)
+						}
+						if ok && rapid.Bool().Draw(t, "remove victim") {
+							p.Remove(h)
+							delete(live, h)
+						}
+					},
+					"": func(t *rapid.T) {
+						if err := p.(checker).check(); err != nil {
+							t.Fatal(err)
+						}
+						type lener interface{ Len() int }
+						if n := p.(lener).Len(); n != len(live) {
+							t.Fatalf("Len = %d, want %d", n, len(live))
+						}
+					},
+				})
+			})
+		})
+	}
+}
+
+// TestConcurrentReads runs Access and Miss from many goroutines, as the
+// engine does under a shard read lock, between write-locked phases.
+func TestConcurrentReads(t *testing.T) {
+	for _, s := range evicting() {
+		t.Run(s.Name, func(t *testing.T) {
+			p := s.New(1000)
+			fill(p, 1000)
+			var rw sync.RWMutex
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 20000 {
+						rw.RLock()
+						p.Access(Handle((i * (g + 1)) % 1000))
+						if i%7 == 0 {
+							p.Miss(uint64(i))
+						}
+						rw.RUnlock()
+					}
+				}()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 500 {
+					rw.Lock()
+					h, ok := p.Victim(int64(i) * 1e9)
+					if !ok {
+						t.Error("Victim = false")
+					} else {
+						p.Remove(h)
+						p.Add(h, Entry{Hash: uint64(i), Size: 1})
+					}
+					rw.Unlock()
+				}
+			}()
+			wg.Wait()
+			if err := p.(checker).check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func BenchmarkAccess(b *testing.B) {
+	for _, s := range evicting() {
+		b.Run(s.Name, func(b *testing.B) {
+			const n = 1 << 16
+			p := s.New(n)
+			fill(p, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := uint32(0)
+				for pb.Next() {
+					i = i*1664525 + 1013904223
+					p.Access(Handle(i >> 16))
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkVictim(b *testing.B) {
+	for _, s := range evicting() {
+		b.Run(s.Name, func(b *testing.B) {
+			const n = 1 << 16
+			p := s.New(n)
+			fill(p, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				h, ok := p.Victim(int64(i))
+				if !ok {
+					b.Fatal("no victim")
+				}
+				p.Remove(h)
+				p.Add(h, Entry{Hash: uint64(i), Size: 1})
+				p.Access(Handle(uint32(i*7919) % n))
+			}
+		})
+	}
+}
+
+func ExampleParse() {
+	s, err := Parse("allkeys-lru")
+	fmt.Println(s.Name, s.Volatile, err)
+	_, err = Parse("most-recently-used")
+	fmt.Println(err)
+	// Output:
+	// allkeys-lru false <nil>
+	// tide: unknown eviction policy: "most-recently-used"
+}
+
+func ExampleLRU() {
+	p := NewLRU()
+	for h := range Handle(3) {
+		p.Add(h, Entry{Size: 1})
+	}
+	p.Access(0) // 0 is now the most recently used
+	v, _ := p.Victim(0)
+	fmt.Println(v)
+	// Output: 1
+}
+
+func ExampleWTinyLFU() {
+	p := NewWTinyLFU(100) // cap of 100 one-byte entries
+	for h := range Handle(100) {
+		p.Add(h, Entry{Hash: uint64(h) + 1, Size: 1})
+	}
+	for range 5 {
+		p.Access(7) // a popular entry
+	}
+	// A scan of new keys: each write first asks for a victim.
+	evicted7 := false
+	for h := Handle(100); h < 1000; h++ {
+		v, _ := p.Victim(0)
+		evicted7 = evicted7 || v == 7
+		p.Remove(v)
+		p.Add(v, Entry{Hash: uint64(h) + 1, Size: 1})
+	}
+	fmt.Println("popular entry evicted:", evicted7)
+	// Output: popular entry evicted: false
+}
