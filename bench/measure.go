@@ -220,6 +220,10 @@ func MeasureExpireCost(p Peer, due, resident, reps int) (ExpireCostResult, error
 		// 1.07 s wide, only once the whole bucket is due.)
 		runtime.GC()
 		before := c.Len()
+		if before >= 0 && before != due+resident {
+			c.Close()
+			return r, fmt.Errorf("%s: %d entries resident before the pass, want %d (expired in the background first)", p.Name, before, due+resident)
+		}
 		t := time.Now()
 		method, ok := ExpireNow(c)
 		el := time.Since(t)

@@ -439,13 +439,14 @@ func (c ttlCache) Set(key string, v []byte) { c.c.Set(key, v, ttlcache.NoTTL) }
 func (c ttlCache) SetTTL(key string, v []byte, ttl time.Duration) {
 	c.c.Set(key, v, ttl)
 }
+
 // Len counts resident entries: ttlcache's own Len skips expired ones.
 func (c ttlCache) Len() int {
 	m := c.c.Metrics()
 	return int(m.Insertions - m.Evictions)
 }
-func (c ttlCache) Flush()   {}
-func (c ttlCache) Close()   { c.c.Stop(); c.c.DeleteAll() }
+func (c ttlCache) Flush() {}
+func (c ttlCache) Close() { c.c.Stop(); c.c.DeleteAll() }
 
 // ---- golang-lru ----
 
