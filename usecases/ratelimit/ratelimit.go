@@ -1,0 +1,244 @@
+// Package ratelimit limits the rate of events per key (a user, an API
+// token, an organisation) with the state held in a store.Backend, so that
+// every process sharing the backend shares the limit.
+//
+// # Algorithms
+//
+//   - TokenBucket: a bucket of Burst tokens refilled at Limit per Period,
+//     computed in GCRA form (one timestamp per key; see store.TokenBucket).
+//     Smooth; allows bursts up to Burst. Over any span T it admits at most
+//     Burst + T·Limit/Period.
+//   - FixedWindow: at most Limit per window of Period. The window starts at
+//     the first admitted event and its key expires with it: the expiry is
+//     set only by the write that creates the counter, never extended. Cheap
+//     (one integer), but up to 2×Limit can pass around a window boundary.
+//   - SlidingWindow: at most Limit in any span of Period, exactly (a log of
+//     admission times; O(Limit) memory per key, Limit ≤ 65536).
+//
+// Every decision (read state, decide, write) is one atomic step in the
+// store, so N goroutines or N processes hammering one key never admit more
+// than the limit, and a denied request changes no state.
+//
+// # TTL kind
+//
+// Absolute. Each key's TTL is the time until its state is irrelevant (the
+// bucket is full again, the window ended, the newest logged event left the
+// window); a missing key means "no recent events".
+//
+// # Eviction
+//
+// Keys are not pinned. Evicting one forgets recent events: the key is
+// treated as fresh and may admit up to a full burst again. Size the store
+// so that live limiter keys are not evicted, or accept that bound.
+//
+// # Store failure
+//
+// The caller chooses, explicitly, in Config.OnStoreError: FailClosed (the
+// zero value: deny, the safe choice for budgets such as SMS spend) or
+// FailOpen (allow: availability first). Either way Allow also returns an
+// error wrapping ErrStore, and Result.Degraded is set.
+//
+// # Several processes
+//
+// A Limiter on a per-process backend (the embedded engine) limits that
+// process only: N replicas admit up to N×Limit. A Limiter on a shared
+// backend (Redis) holds the limit across replicas. The demo in
+// cmd/atlasmart shows both.
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tidekv/tide/usecases/store"
+)
+
+// Algorithm selects how a Limiter counts.
+type Algorithm uint8
+
+const (
+	// TokenBucket is the default (GCRA form).
+	TokenBucket Algorithm = iota
+	// FixedWindow counts per window of Period starting at the first event.
+	FixedWindow
+	// SlidingWindow counts exactly over the last Period.
+	SlidingWindow
+)
+
+func (a Algorithm) String() string {
+	switch a {
+	case TokenBucket:
+		return "token bucket"
+	case FixedWindow:
+		return "fixed window"
+	case SlidingWindow:
+		return "sliding window"
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// FailureMode is what a Limiter answers when the store fails.
+type FailureMode uint8
+
+const (
+	// FailClosed denies when the store fails (the zero value).
+	FailClosed FailureMode = iota
+	// FailOpen allows when the store fails.
+	FailOpen
+)
+
+// Config configures a Limiter. Zero fields mean defaults where one is
+// stated.
+type Config struct {
+	// Backend holds the limiter state. Required.
+	Backend store.Backend
+	// Algorithm is the counting algorithm. The zero value is TokenBucket.
+	Algorithm Algorithm
+	// Limit is the number of events per Period. Required (≥ 1).
+	Limit int64
+	// Period is the span Limit applies to. Required (> 0). For a token
+	// bucket, Period/Limit is the time to refill one token and must be at
+	// least 1 ns.
+	Period time.Duration
+	// Burst is the token bucket's capacity. 0 means Limit. Ignored by the
+	// window algorithms.
+	Burst int64
+	// Prefix is prepended to every key. "" means "tide:rl:".
+	Prefix string
+	// OnStoreError chooses the answer when the store fails. The zero value
+	// is FailClosed.
+	OnStoreError FailureMode
+}
+
+// Result is the outcome of one Allow.
+type Result struct {
+	// Allowed reports whether the event is admitted.
+	Allowed bool
+	// Limit is the configured limit (the burst for a token bucket).
+	Limit int64
+	// Remaining is how many more unit events would be admitted now.
+	Remaining int64
+	// RetryAfter is, when denied, the wait until the same request could be
+	// admitted (0 when allowed).
+	RetryAfter time.Duration
+	// Reset is the time until the limiter is back to its full allowance
+	// (bucket full, window over).
+	Reset time.Duration
+	// Degraded reports that the store failed and Allowed was chosen by
+	// Config.OnStoreError.
+	Degraded bool
+}
+
+// Limiter is a rate limiter over a store.Backend. It is safe for concurrent
+// use and keeps no state of its own: every Allow is one atomic decision in
+// the store (one round trip on a remote backend). Its zero value is not
+// usable; create it with New.
+type Limiter struct {
+	cfg      Config
+	interval time.Duration
+}
+
+// New returns a Limiter for cfg, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Limiter, error) {
+	switch {
+	case cfg.Backend == nil:
+		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
+	case cfg.Algorithm > SlidingWindow:
+		return nil, fmt.Errorf("%w: Algorithm = %d", ErrInvalidConfig, cfg.Algorithm)
+	case cfg.Limit < 1:
+		return nil, fmt.Errorf("%w: Limit = %d, want ≥ 1", ErrInvalidConfig, cfg.Limit)
+	case cfg.Period <= 0:
+		return nil, fmt.Errorf("%w: Period = %v, want > 0", ErrInvalidConfig, cfg.Period)
+	case cfg.Burst < 0:
+		return nil, fmt.Errorf("%w: Burst = %d, want ≥ 0", ErrInvalidConfig, cfg.Burst)
+	case cfg.OnStoreError > FailOpen:
+		return nil, fmt.Errorf("%w: OnStoreError = %d", ErrInvalidConfig, cfg.OnStoreError)
+	case cfg.Algorithm == SlidingWindow && cfg.Limit > store.MaxSlidingLimit:
+		return nil, fmt.Errorf("%w: Limit = %d, a sliding window allows at most %d", ErrInvalidConfig, cfg.Limit, store.MaxSlidingLimit)
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = cfg.Limit
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "tide:rl:"
+	}
+	l := &Limiter{cfg: cfg}
+	if cfg.Algorithm == TokenBucket {
+		l.interval = cfg.Period / time.Duration(cfg.Limit)
+		if l.interval <= 0 {
+			return nil, fmt.Errorf("%w: Period/Limit = %v/%d is below 1ns", ErrInvalidConfig, cfg.Period, cfg.Limit)
+		}
+		if cfg.Burst > (1<<63-1)/int64(l.interval) {
+			return nil, fmt.Errorf("%w: Burst × refill interval overflows", ErrInvalidConfig)
+		}
+	}
+	return l, nil
+}
+
+// Key returns the store key the limiter uses for key. The caller's key is
+// wrapped in braces (a Redis Cluster hash tag).
+func (l *Limiter) Key(key string) string { return l.cfg.Prefix + "{" + key + "}" }
+
+// Allow is AllowN(ctx, key, 1).
+func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+// AllowN decides whether n events for key are admitted now, and records
+// them if so. n = 0 inspects without recording. A denied request changes
+// nothing. n < 0 or n > the limit (burst) is ErrInvalidCost. If the store
+// fails, the Result is chosen by Config.OnStoreError and the error wraps
+// ErrStore.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
+	limit := l.cfg.Limit
+	if l.cfg.Algorithm == TokenBucket {
+		limit = l.cfg.Burst
+	}
+	if n < 0 || n > limit {
+		return Result{Limit: limit}, fmt.Errorf("%w: %d (limit %d)", ErrInvalidCost, n, limit)
+	}
+	k := l.Key(key)
+	var r Result
+	var err error
+	switch l.cfg.Algorithm {
+	case TokenBucket:
+		d := &store.TokenBucket{Key: k, Capacity: l.cfg.Burst, Interval: l.interval, Cost: n}
+		err = l.cfg.Backend.Decide(ctx, d)
+		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
+	case FixedWindow:
+		d := &store.FixedWindow{Key: k, Limit: l.cfg.Limit, Window: l.cfg.Period, Cost: n}
+		err = l.cfg.Backend.Decide(ctx, d)
+		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
+	case SlidingWindow:
+		d := &store.SlidingWindow{Key: k, Limit: l.cfg.Limit, Window: l.cfg.Period, Cost: n}
+		err = l.cfg.Backend.Decide(ctx, d)
+		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
+	}
+	r.Limit = limit
+	if err != nil {
+		return l.degraded(limit), fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	return r, nil
+}
+
+func (l *Limiter) degraded(limit int64) Result {
+	r := Result{Limit: limit, Degraded: true}
+	if l.cfg.OnStoreError == FailOpen {
+		r.Allowed = true
+	} else {
+		r.RetryAfter = time.Second
+	}
+	return r
+}
+
+// Reset forgets key's recent events.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if _, err := l.cfg.Backend.Delete(ctx, l.Key(key)); err != nil {
+		return fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	return nil
+}
+
+// Config returns the limiter's configuration with defaults filled in.
+func (l *Limiter) Config() Config { return l.cfg }

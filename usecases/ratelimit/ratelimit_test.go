@@ -1,0 +1,113 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/usecases/ratelimit"
+	"github.com/tidekv/tide/usecases/store"
+	"github.com/tidekv/tide/usecases/store/storetest"
+)
+
+func TestContract(t *testing.T) {
+	storetest.RunRateLimit(t, storetest.Embedded)
+}
+
+func TestNewRejects(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	cases := []ratelimit.Config{
+		{},
+		{Backend: b, Period: time.Second},
+		{Backend: b, Limit: 1},
+		{Backend: b, Limit: 1, Period: time.Second, Burst: -1},
+		{Backend: b, Limit: 1, Period: time.Second, Algorithm: 7},
+		{Backend: b, Limit: 1, Period: time.Second, OnStoreError: 9},
+		{Backend: b, Limit: 10, Period: 5},
+		{Backend: b, Limit: store.MaxSlidingLimit + 1, Period: time.Second, Algorithm: ratelimit.SlidingWindow},
+	}
+	for i, c := range cases {
+		if _, err := ratelimit.New(c); !errors.Is(err, ratelimit.ErrInvalidConfig) {
+			t.Errorf("case %d: got %v, want ErrInvalidConfig", i, err)
+		}
+	}
+}
+
+func TestStoreFailure(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	flaky := &storetest.Flaky{Backend: b}
+	flaky.Down.Store(true)
+	for _, c := range []struct {
+		mode ratelimit.FailureMode
+		want bool
+	}{{ratelimit.FailClosed, false}, {ratelimit.FailOpen, true}} {
+		l, err := ratelimit.New(ratelimit.Config{Backend: flaky, Limit: 5, Period: time.Minute, OnStoreError: c.mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := l.Allow(context.Background(), "k")
+		if !errors.Is(err, ratelimit.ErrStore) || !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("mode %d: got error %v, want ErrStore wrapping ErrUnavailable", c.mode, err)
+		}
+		if r.Allowed != c.want || !r.Degraded {
+			t.Errorf("mode %d: got allowed %v degraded %v, want %v true", c.mode, r.Allowed, r.Degraded, c.want)
+		}
+	}
+}
+
+func TestMiddleware(t *testing.T) {
+	b, clk := storetest.NewEmbedded(t)
+	l, _ := ratelimit.New(ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 2, Period: time.Minute})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	h := ratelimit.Middleware(l, func(r *http.Request) (string, bool) {
+		k := r.Header.Get("X-Org")
+		return k, k != ""
+	}, ok)
+	do := func(org string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/", nil)
+		if org != "" {
+			req.Header.Set("X-Org", org)
+		}
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	type want struct {
+		code                        int
+		limit, remaining, reset, ra string
+	}
+	steps := []struct {
+		org     string
+		advance time.Duration
+		want    want
+	}{
+		{"a", 0, want{200, "2", "1", "60", ""}},
+		{"a", 10 * time.Second, want{200, "2", "0", "50", ""}},
+		{"a", 500 * time.Millisecond, want{429, "2", "0", "50", "50"}},
+		{"b", 0, want{200, "2", "1", "60", ""}},
+		{"", 0, want{200, "", "", "", ""}}, // exempt
+		{"a", 50 * time.Second, want{200, "2", "1", "60", ""}},
+	}
+	for i, s := range steps {
+		clk.Advance(s.advance)
+		rec := do(s.org)
+		h := rec.Header()
+		got := want{rec.Code, h.Get("RateLimit-Limit"), h.Get("RateLimit-Remaining"), h.Get("RateLimit-Reset"), h.Get("Retry-After")}
+		if got != s.want {
+			t.Errorf("step %d: got %+v, want %+v", i, got, s.want)
+		}
+	}
+	// Fail closed → 503.
+	flaky := &storetest.Flaky{Backend: b}
+	flaky.Down.Store(true)
+	l2, _ := ratelimit.New(ratelimit.Config{Backend: flaky, Limit: 2, Period: time.Minute})
+	rec := httptest.NewRecorder()
+	ratelimit.Middleware(l2, func(*http.Request) (string, bool) { return "x", true }, ok).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("store down, fail closed: got %d (Retry-After %q), want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
