@@ -250,7 +250,7 @@ type LeaseInfo struct {
 //	if Key is live { OK = false }                // even for the same holder
 //	else {
 //		t := max(fence + 1, MinToken)            // fence absent: 0
-//		fence = t (pinned, no TTL); Key = {Holder, t} with TTL
+//		fence = t (pinned, no TTL); Key = {Holder, t} with TTL (pinned)
 //		OK = true
 //	}
 //

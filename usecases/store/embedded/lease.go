@@ -71,7 +71,7 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 			pre := []engine.Precondition{{Key: d.Key}, {Key: d.FenceKey, Version: fit.Version}}
 			ops := []engine.Op{
 				{Key: d.FenceKey, Value: strconv.AppendUint(nil, t, 10), Pin: true},
-				{Key: d.Key, Value: encodeLease(d.Holder, t), TTL: d.TTL},
+				{Key: d.Key, Value: encodeLease(d.Holder, t), TTL: d.TTL, Pin: true},
 			}
 			_, won, err = b.e.Commit(pre, ops)
 			if won {

@@ -730,7 +730,7 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 		tokens := make([]uint64, n)
 		workers(n, func(i int) {
 			for range 20 {
-				d := &store.Lease{Op: store.LeaseAcquire, Key: "l", FenceKey: "l:fence", Holder: fmt.Sprint("h", i), TTL: 100 * f.unit()}
+				d := &store.Lease{Op: store.LeaseAcquire, Key: "lease:{l}", FenceKey: "lease:{l}:fence", Holder: fmt.Sprint("h", i), TTL: 100 * f.unit()}
 				if err := f.Backend.Decide(ctx, d); err != nil {
 					t.Error(err)
 					return
@@ -738,14 +738,14 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 				if d.OK {
 					won.Add(1)
 					tokens[i] = d.Current.Token
-					r := &store.Lease{Op: store.LeaseRelease, Key: "l", FenceKey: "l:fence", Holder: d.Holder, Token: d.Current.Token}
+					r := &store.Lease{Op: store.LeaseRelease, Key: "lease:{l}", FenceKey: "lease:{l}:fence", Holder: d.Holder, Token: d.Current.Token}
 					if err := f.Backend.Decide(ctx, r); err != nil || !r.OK {
 						t.Errorf("release by the holder: got (%v, %v), want ok", r.OK, err)
 					}
 				}
 			}
 		})
-		d := &store.Lease{Op: store.LeaseInspect, Key: "l", FenceKey: "l:fence"}
+		d := &store.Lease{Op: store.LeaseInspect, Key: "lease:{l}", FenceKey: "lease:{l}:fence"}
 		decide(t, f.Backend, d)
 		if d.Fence != uint64(won.Load()) {
 			t.Fatalf("fence after %d acquisitions: got %d, want one token per acquisition", won.Load(), d.Fence)
@@ -757,13 +757,13 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 		workers(n, func(i int) {
 			for range 10 {
 				cur := uint64(0)
-				if it, ok, err := f.Backend.Get(ctx, "flag"); err != nil {
+				if it, ok, err := f.Backend.Get(ctx, "flag:{c}"); err != nil {
 					t.Error(err)
 					return
 				} else if ok {
 					cur = it.Version
 				}
-				d := &store.FlagWrite{Key: "flag", IfVersion: cur, Value: []byte(fmt.Sprint(i)), AuditKey: "audit", Audit: []byte(fmt.Sprint(i))}
+				d := &store.FlagWrite{Key: "flag:{c}", IfVersion: cur, Value: []byte(fmt.Sprint(i)), AuditKey: "flag:{c}:audit", Audit: []byte(fmt.Sprint(i))}
 				if err := f.Backend.Decide(ctx, d); err != nil {
 					t.Error(err)
 					return
@@ -773,7 +773,7 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 				}
 			}
 		})
-		it, _, _ := f.Backend.Get(ctx, "audit")
+		it, _, _ := f.Backend.Get(ctx, "flag:{c}:audit")
 		recs, err := store.DecodeLog(it.Value)
 		if err != nil || int64(len(recs)) != won.Load() {
 			t.Fatalf("audit records: got %d (%v), want one per successful write (%d)", len(recs), err, won.Load())

@@ -29,6 +29,11 @@
 // TTL granularity. Slack must be well below Unit (Unit ≥ 5×Slack). A
 // backend that cannot move time at all leaves Advance nil: the
 // time-dependent cases are then skipped, the others still run.
+//
+// # Keys
+//
+// Every key the suites pass to one decision shares a hash tag ("{...}"), so
+// the suites run unchanged on Redis Cluster.
 package storetest
 
 import (
