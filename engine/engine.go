@@ -172,6 +172,8 @@ type Engine struct {
 	shards   []shard
 	mask     uint64
 	clock    clock.Clock
+	mono     bool         // clock is known to be monotonic: no guard needed
+	hwm      atomic.Int64 // highest time read from a clock that is not known monotonic
 	maxKey   int
 	onRemove func(Removal)
 	closed   atomic.Bool
@@ -195,6 +197,7 @@ func New(cfg Config) (*Engine, error) {
 		shards:   make([]shard, n),
 		mask:     uint64(n - 1),
 		clock:    cfg.Clock,
+		mono:     isMonotonic(cfg.Clock),
 		maxKey:   cfg.MaxKeySize,
 		onRemove: cfg.OnRemove,
 		done:     make(chan struct{}),
@@ -218,6 +221,36 @@ func New(cfg Config) (*Engine, error) {
 		go e.expireLoop(cfg.ExpiryInterval)
 	}
 	return e, nil
+}
+
+// isMonotonic reports whether c never goes backwards: clock.Real reads the
+// monotonic clock.
+func isMonotonic(c clock.Clock) bool {
+	switch c.(type) {
+	case clock.Real, *clock.Real:
+		return true
+	}
+	return false
+}
+
+// now returns the engine's time. For a clock not known to be monotonic it
+// never goes backwards: a clock that steps back reads as standing still
+// until it passes the highest time already seen, so a key once seen due
+// stays due and nothing is resurrected. clock.Real needs no guard.
+func (e *Engine) now() int64 {
+	n := e.clock.Now()
+	if e.mono {
+		return n
+	}
+	for {
+		h := e.hwm.Load()
+		if n <= h {
+			return h
+		}
+		if e.hwm.CompareAndSwap(h, n) {
+			return n
+		}
+	}
 }
 
 type reclaimer struct {
@@ -268,7 +301,7 @@ func (e *Engine) RunExpiryCycle() (removed int, more bool) {
 	}
 	e.cycleMu.Lock()
 	defer e.cycleMu.Unlock()
-	return e.cycle.Run(e.clock.Now())
+	return e.cycle.Run(e.now())
 }
 
 // Close stops the background goroutine and releases the engine's memory.
@@ -334,7 +367,7 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 		return dst, false
 	}
 	en := &s.ents[slot]
-	if en.deadline != 0 && e.clock.Now() >= en.deadline {
+	if en.deadline != 0 && e.now() >= en.deadline {
 		s.mu.RUnlock()
 		e.expireNow(s, key, h)
 		s.misses.Add(1)
@@ -365,7 +398,7 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 	en := &s.ents[slot]
 	var now int64
 	if en.deadline != 0 {
-		now = e.clock.Now()
+		now = e.now()
 		if now >= en.deadline {
 			s.mu.RUnlock()
 			e.expireNow(s, key, h)
@@ -398,7 +431,8 @@ func (e *Engine) expireNow(s *shard, key string, h uint64) {
 	s.mu.Lock()
 	if slot, ok := s.findLocked(key, h); ok && !s.closed {
 		en := &s.ents[slot]
-		if en.deadline != 0 && e.clock.Now() >= en.deadline {
+		// A reader saw this entry due at its now; e.now() is at least that.
+		if en.deadline != 0 && e.now() >= en.deadline {
 			s.removeLocked(slot, h, Expired, evp)
 		}
 	}
@@ -491,7 +525,7 @@ func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOp
 	if s.closed {
 		return 0, false, ErrClosed
 	}
-	now := e.clock.Now()
+	now := e.now()
 	slot, found := s.lookupLocked(key, h, now, ev)
 	switch {
 	case o.Only == IfAbsent && found, o.Only == IfPresent && !found:
@@ -632,7 +666,7 @@ func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
 	evp := e.events(&ev)
 	var val []byte
 	s.mu.Lock()
-	slot, ok := s.lookupLocked(key, h, e.clock.Now(), evp)
+	slot, ok := s.lookupLocked(key, h, e.now(), evp)
 	if ok && version != 0 && s.ents[slot].version != version {
 		ok = false
 	}
@@ -671,7 +705,7 @@ const (
 // Redis's EXPIRE does; the removal's cause is Deleted). A ttl that
 // overflows the clock is ErrInvalidTTL.
 func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bool, error) {
-	now := e.clock.Now()
+	now := e.now()
 	if ttl > 0 && now > math.MaxInt64-int64(ttl) {
 		return false, fmt.Errorf("%w: %v overflows the clock", ErrInvalidTTL, ttl)
 	}
@@ -684,11 +718,14 @@ func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bo
 
 // ExpireAt is Expire with an absolute deadline on the engine's clock.
 func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) (bool, error) {
-	d := deadline.UnixNano() // saturates outside 1678..2262
 	if deadline.After(time.Unix(0, math.MaxInt64)) {
 		return false, fmt.Errorf("%w: deadline %v past the clock's range", ErrInvalidTTL, deadline)
 	}
-	return e.expireAt(key, d, cond, e.clock.Now())
+	d := int64(math.MinInt64) // before 1678: long due
+	if !deadline.Before(time.Unix(0, math.MinInt64)) {
+		d = deadline.UnixNano()
+	}
+	return e.expireAt(key, d, cond, e.now())
 }
 
 func (e *Engine) expireAt(key string, d int64, cond ExpireCondition, now int64) (bool, error) {
@@ -747,7 +784,7 @@ func (e *Engine) Persist(key string) bool {
 	evp := e.events(&ev)
 	s.mu.Lock()
 	done := false
-	if slot, ok := s.lookupLocked(key, h, e.clock.Now(), evp); ok {
+	if slot, ok := s.lookupLocked(key, h, e.now(), evp); ok {
 		en := &s.ents[slot]
 		if en.deadline != 0 {
 			size := en.size()
@@ -771,7 +808,7 @@ func (e *Engine) Pin(key string, pinned bool) bool {
 	var ev []Removal
 	evp := e.events(&ev)
 	s.mu.Lock()
-	slot, ok := s.lookupLocked(key, h, e.clock.Now(), evp)
+	slot, ok := s.lookupLocked(key, h, e.now(), evp)
 	if ok {
 		en := &s.ents[slot]
 		if pinned {
@@ -805,7 +842,7 @@ func (e *Engine) peek(key string) (Item, bool) {
 	en := &s.ents[slot]
 	it := Item{Version: en.version, TTL: NoTTL, Pinned: en.flags&flagPinned != 0}
 	if en.deadline != 0 {
-		now := e.clock.Now()
+		now := e.now()
 		if now >= en.deadline {
 			s.mu.RUnlock()
 			e.expireNow(s, key, h)
@@ -829,7 +866,7 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	if len(key) > e.maxKey {
 		return Item{}, false, nil
 	}
-	now := e.clock.Now()
+	now := e.now()
 	d, err := deadlineAfter(now, ttl)
 	if err != nil {
 		return Item{}, false, err
@@ -914,7 +951,7 @@ func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrO
 	if s.closed {
 		return 0, ErrClosed
 	}
-	now := e.clock.Now()
+	now := e.now()
 	slot, found := s.lookupLocked(key, h, now, ev)
 	var n int64
 	var deadline int64
@@ -1001,7 +1038,7 @@ func (e *Engine) Len() int {
 // Stats returns a snapshot of the engine's counters. It costs O(shards +
 // due entries).
 func (e *Engine) Stats() Stats {
-	now := e.clock.Now()
+	now := e.now()
 	st := Stats{Shards: len(e.shards)}
 	for i := range e.shards {
 		s := &e.shards[i]
@@ -1053,7 +1090,7 @@ func (e *Engine) Items() iter.Seq2[string, Item] {
 			for next := 0; ; {
 				buf, due = buf[:0], due[:0]
 				s.mu.RLock()
-				now := e.clock.Now()
+				now := e.now()
 				for ; next < len(s.ents) && len(buf) < batch; next++ {
 					en := &s.ents[next]
 					if en.flags&flagLive == 0 {

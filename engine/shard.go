@@ -288,16 +288,45 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int) {
 // each of them afterwards, whether or not makeRoomLocked succeeded. It
 // evicts nothing unless it can succeed.
 func (s *shard) makeRoomLocked(need int64, now int64, exclude []uint32, ev *[]Removal) error {
-	if s.maxBytes == 0 || s.bytes+need <= s.maxBytes {
+	if err := s.checkRoomLocked(need, now, exclude, ev); err != nil {
+		return err
+	}
+	if s.fitsLocked(need) {
 		return nil
 	}
-	// Due entries are logically gone already: reclaim them first.
-	for s.bytes+need > s.maxBytes {
+	for _, x := range exclude {
+		if en := &s.ents[x]; en.flags&flagTracked != 0 {
+			s.pol.Remove(evict.Handle(x))
+			s.evictb -= en.size()
+			en.flags &^= flagTracked
+		}
+	}
+	for !s.fitsLocked(need) {
+		h, ok := s.pol.Victim(now)
+		if !ok || int(h) >= len(s.ents) || s.ents[h].flags&flagTracked == 0 {
+			// Unreachable while the policy and evictb are consistent
+			// (Check verifies both); fail safe.
+			return ErrOutOfMemory
+		}
+		s.removeLocked(uint32(h), 0, Evicted, ev)
+	}
+	return nil
+}
+
+func (s *shard) fitsLocked(need int64) bool {
+	return s.maxBytes == 0 || s.bytes+need <= s.maxBytes
+}
+
+// checkRoomLocked reports whether makeRoomLocked(need, now, exclude) can
+// succeed, without evicting anything. It does reclaim due entries, which
+// are logically gone already (due entries go before any live one).
+func (s *shard) checkRoomLocked(need int64, now int64, exclude []uint32, ev *[]Removal) error {
+	for !s.fitsLocked(need) {
 		if s.reclaimDueLocked(now, 64, ev) == 0 {
 			break
 		}
 	}
-	if s.bytes+need <= s.maxBytes {
+	if s.fitsLocked(need) {
 		return nil
 	}
 	if s.pol == nil {
@@ -311,22 +340,6 @@ func (s *shard) makeRoomLocked(need int64, now int64, exclude []uint32, ev *[]Re
 	}
 	if s.bytes-evictable+need > s.maxBytes {
 		return ErrOutOfMemory
-	}
-	for _, x := range exclude {
-		if en := &s.ents[x]; en.flags&flagTracked != 0 {
-			s.pol.Remove(evict.Handle(x))
-			s.evictb -= en.size()
-			en.flags &^= flagTracked
-		}
-	}
-	for s.bytes+need > s.maxBytes {
-		h, ok := s.pol.Victim(now)
-		if !ok || s.ents[h].flags&flagTracked == 0 {
-			// Unreachable while the policy and evictb are consistent
-			// (check verifies both); fail safe.
-			return ErrOutOfMemory
-		}
-		s.removeLocked(uint32(h), 0, Evicted, ev)
 	}
 	return nil
 }

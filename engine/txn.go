@@ -96,7 +96,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev 
 	if e.shards[0].closed {
 		return nil, false, ErrClosed
 	}
-	now := e.clock.Now()
+	now := e.now()
 	for _, p := range pre {
 		s, h := e.shardFor(p.Key)
 		slot, ok := s.lookupLocked(p.Key, h, now, ev)
@@ -154,6 +154,14 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev 
 				en := &s.ents[slot]
 				s.syncPolicyLocked(slot, en, 0, en.size(), false)
 			}
+		}
+	}
+	// Check every shard before evicting in any, so that a commit that
+	// cannot fit evicts nothing.
+	for s, n := range need {
+		if err := s.checkRoomLocked(n, now, excl[s], ev); err != nil {
+			resync()
+			return nil, false, err
 		}
 	}
 	for s, n := range need {
