@@ -1,0 +1,259 @@
+// Package lease provides leases with fencing tokens: a lock with a TTL
+// held in a store.Backend, handed out with a token that strictly increases
+// across acquisitions, and a Resource helper that rejects writes carrying a
+// token older than the highest it has accepted.
+//
+// # A lease alone is an efficiency lock
+//
+// A holder can pause (GC, swap, a stopped VM) past its lease's expiry and
+// then act as if it still held it, while another holder has acquired the
+// lease. No lease protocol prevents that. Correctness needs the token
+// checked downstream: every write to the protected resource carries the
+// token, and the resource rejects tokens older than the highest it has seen
+// (Resource does exactly that). SafeContext narrows the window further by
+// cancelling work before the lease can have expired, but it is an
+// optimisation, not a guarantee.
+//
+// # TTL kind
+//
+// Absolute, renewable: a lease expires TTL after its acquisition or last
+// renewal (the store's clock decides). Renew extends it only for the
+// holder with the matching token.
+//
+// # Fencing tokens
+//
+// Tokens come from a counter key next to the lease ("…{name}:fence"),
+// written atomically with the acquisition (one store decision), pinned
+// (never evicted) and without TTL (never expires), so it never goes
+// backwards while the store lives: not when a lease expires, not under
+// memory pressure.
+//
+// Across a restart of a non-durable store (the embedded engine loses its
+// data with the process), set Config.Floor: the next token is
+// max(counter+1, Floor(name)). Two floors are provided and tested:
+// ClockFloor (the store's clock in microseconds — monotone across restarts
+// as long as the store's clock does not step back and fewer than one lease
+// per microsecond is taken on average) and, best, the resource's own
+// durable memory: Floor returning Resource.Highest()+1 read from wherever
+// the resource persists it. A Redis backend with persistence keeps the
+// counter itself.
+//
+// # Eviction
+//
+// Lease records and fence counters are pinned on the embedded engine; on
+// Redis they must live under a noeviction or volatile-* policy. If a lease
+// record were lost anyway, a second holder could acquire early — the case
+// fencing already covers.
+//
+// # Store failure
+//
+// Acquire, Renew and Release return the store's error. A holder whose
+// Renew fails must assume the lease lapses at its deadline: SafeContext
+// still cancels in time.
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/usecases/store"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Backend holds the leases. Required.
+	Backend store.Backend
+	// TTL is the lease duration. 0 means 10 seconds.
+	TTL time.Duration
+	// Prefix is prepended to every key. "" means "tide:lease:".
+	Prefix string
+	// Floor, if set, returns the least token the next acquisition of name
+	// may get (see the package documentation). nil means no floor.
+	Floor func(ctx context.Context, name string) (uint64, error)
+	// Drift is the fraction of the TTL by which this process's clock may
+	// run slow relative to the store's. 0 means 0.01 (1%).
+	Drift float64
+	// Margin is subtracted from every safe deadline on top of Drift. 0
+	// means 5 ms.
+	Margin time.Duration
+	// LocalClock measures elapsed time in this process for SafeContext
+	// (the store's clock cannot: it is elsewhere). nil means clock.Real,
+	// which is monotonic.
+	LocalClock clock.Clock
+}
+
+// Lease is a held lease. Pass it back to Renew, Release and SafeContext.
+type Lease struct {
+	// Name is the lease's name; Holder identifies the holder.
+	Name, Holder string
+	// Token is the fencing token: pass it with every write to the
+	// protected resource.
+	Token uint64
+	// TTL is the lease duration granted by the last acquire or renew.
+	TTL time.Duration
+	// asked is the local clock reading taken before the request that
+	// granted TTL was sent: the lease cannot end before asked + TTL (on
+	// the store's clock).
+	asked int64
+}
+
+// Info describes the current holder of a lease.
+type Info struct {
+	Holder string
+	Token  uint64
+	TTL    time.Duration // left
+	// Fence is the highest token ever issued for this lease.
+	Fence uint64
+}
+
+// Manager acquires, renews and releases leases. It is safe for concurrent
+// use and keeps no state of its own: each call is one store decision (one
+// round trip on a remote backend), plus one Floor call per Acquire if set.
+type Manager struct {
+	cfg Config
+}
+
+// New returns a Manager for cfg, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Manager, error) {
+	switch {
+	case cfg.Backend == nil:
+		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
+	case cfg.TTL < 0:
+		return nil, fmt.Errorf("%w: TTL = %v, want ≥ 0", ErrInvalidConfig, cfg.TTL)
+	case cfg.Drift < 0 || cfg.Drift >= 0.5 || cfg.Drift != cfg.Drift:
+		return nil, fmt.Errorf("%w: Drift = %v, want 0 ≤ Drift < 0.5", ErrInvalidConfig, cfg.Drift)
+	case cfg.Margin < 0:
+		return nil, fmt.Errorf("%w: Margin = %v, want ≥ 0", ErrInvalidConfig, cfg.Margin)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = 10 * time.Second
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "tide:lease:"
+	}
+	if cfg.Drift == 0 {
+		cfg.Drift = 0.01
+	}
+	if cfg.Margin == 0 {
+		cfg.Margin = 5 * time.Millisecond
+	}
+	if cfg.LocalClock == nil {
+		cfg.LocalClock = clock.Real{}
+	}
+	return &Manager{cfg: cfg}, nil
+}
+
+func (m *Manager) keys(name string) (string, string) {
+	k := m.cfg.Prefix + "{" + name + "}"
+	return k, k + ":fence"
+}
+
+func (m *Manager) decide(ctx context.Context, op store.LeaseOp, name, holder string, token uint64, minToken uint64) (*store.Lease, error) {
+	k, fk := m.keys(name)
+	d := &store.Lease{Op: op, Key: k, FenceKey: fk, Holder: holder, Token: token, TTL: m.cfg.TTL, MinToken: minToken}
+	if err := m.cfg.Backend.Decide(ctx, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Acquire takes the lease name for holder if it is free. It returns the
+// lease and true, or the current holder's Info and false if it is held
+// (by anyone, holder included: use Renew to extend).
+func (m *Manager) Acquire(ctx context.Context, name, holder string) (*Lease, Info, bool, error) {
+	if name == "" || holder == "" {
+		return nil, Info{}, false, fmt.Errorf("%w: name %q, holder %q", ErrInvalidName, name, holder)
+	}
+	var floor uint64
+	if m.cfg.Floor != nil {
+		f, err := m.cfg.Floor(ctx, name)
+		if err != nil {
+			return nil, Info{}, false, err
+		}
+		floor = f
+	}
+	asked := m.cfg.LocalClock.Now()
+	d, err := m.decide(ctx, store.LeaseAcquire, name, holder, 0, floor)
+	if err != nil {
+		return nil, Info{}, false, err
+	}
+	info := Info{Holder: d.Current.Holder, Token: d.Current.Token, TTL: d.Current.TTL, Fence: d.Fence}
+	if !d.OK {
+		return nil, info, false, nil
+	}
+	return &Lease{Name: name, Holder: holder, Token: d.Current.Token, TTL: m.cfg.TTL, asked: asked}, info, true, nil
+}
+
+// Renew extends l to the configured TTL from now and reports whether l was
+// still held (false: it expired or was released; stop using it).
+func (m *Manager) Renew(ctx context.Context, l *Lease) (bool, error) {
+	if l == nil {
+		return false, fmt.Errorf("%w: nil lease", ErrInvalidName)
+	}
+	asked := m.cfg.LocalClock.Now()
+	d, err := m.decide(ctx, store.LeaseRenew, l.Name, l.Holder, l.Token, 0)
+	if err != nil || !d.OK {
+		return false, err
+	}
+	l.TTL, l.asked = m.cfg.TTL, asked
+	return true, nil
+}
+
+// Release frees l and reports whether it was still held.
+func (m *Manager) Release(ctx context.Context, l *Lease) (bool, error) {
+	if l == nil {
+		return false, fmt.Errorf("%w: nil lease", ErrInvalidName)
+	}
+	d, err := m.decide(ctx, store.LeaseRelease, l.Name, l.Holder, l.Token, 0)
+	if err != nil {
+		return false, err
+	}
+	return d.OK, nil
+}
+
+// Inspect reports the current holder of name; ok is false if the lease is
+// free. Info.Fence is reported either way.
+func (m *Manager) Inspect(ctx context.Context, name string) (Info, bool, error) {
+	d, err := m.decide(ctx, store.LeaseInspect, name, "", 0, 0)
+	if err != nil {
+		return Info{}, false, err
+	}
+	return Info{Holder: d.Current.Holder, Token: d.Current.Token, TTL: d.Current.TTL, Fence: d.Fence}, d.OK, nil
+}
+
+// SafeRemaining returns how long l may still be relied on from this
+// process's point of view: the lease cannot end before asked + TTL on the
+// store's clock, where asked is when the granting request was sent; with
+// the local clock running up to Drift slower, and a fixed Margin, the safe
+// budget is TTL·(1−Drift) − Margin − (time elapsed since asked). It is ≤ 0
+// once the lease may have expired.
+func (m *Manager) SafeRemaining(l *Lease) time.Duration {
+	if l == nil {
+		return 0
+	}
+	budget := time.Duration(float64(l.TTL)*(1-m.cfg.Drift)) - m.cfg.Margin
+	return budget - time.Duration(m.cfg.LocalClock.Now()-l.asked)
+}
+
+// SafeContext returns a context that is cancelled when parent is, or when
+// l may have expired (SafeRemaining reaches 0), whichever is first. Renew
+// does not move its deadline: take a new SafeContext after renewing. The
+// deadline uses the real timer, so with a manual LocalClock only
+// SafeRemaining is meaningful.
+func (m *Manager) SafeContext(parent context.Context, l *Lease) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, max(m.SafeRemaining(l), 0))
+}
+
+// ClockFloor returns a Config.Floor that floors tokens at the store's clock
+// in microseconds since the Unix epoch (one extra Now call per Acquire).
+func ClockFloor(b store.Backend) func(context.Context, string) (uint64, error) {
+	return func(ctx context.Context, _ string) (uint64, error) {
+		now, err := b.Now(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return uint64(max(now.UnixMicro(), 0)), nil
+	}
+}
