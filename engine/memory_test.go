@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"testing"
+)
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestEntryOverheadMatchesHeap measures the real heap cost of entries and
+// checks that the accounted bytes (key + value + EntryOverhead) stay within
+// ±15% of the heap growth, for 1M entries of 16-byte keys and 64-byte values
+// (the reference point) and for larger values.
+//
+//	go test ./engine -run TestEntryOverheadMatchesHeap -v
+func TestEntryOverheadMatchesHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 1M entries")
+	}
+	tests := []struct {
+		n, vlen int
+		ttl     bool
+	}{
+		{1_000_000, 64, false},
+		{300_000, 1000, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("n=%d,value=%d", tt.n, tt.vlen), func(t *testing.T) {
+			keys := make([]string, tt.n)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("key:%012d", i) // 16 bytes
+			}
+			val := make([]byte, tt.vlen)
+			before := heapInUse()
+			e, err := New(Config{ExpiryInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if _, err := e.Set(k, val); err != nil {
+					t.Fatal(err)
+				}
+			}
+			after := heapInUse()
+			st := e.Stats()
+			growth := float64(after - before)
+			perEntry := growth/float64(tt.n) - float64(16+tt.vlen)
+			ratio := float64(st.Bytes) / growth
+			t.Logf("heap growth %.1f MiB, accounted %.1f MiB (ratio %.3f); real overhead %.1f B/entry beyond key+value; EntryOverhead = %d",
+				growth/(1<<20), float64(st.Bytes)/(1<<20), ratio, perEntry, EntryOverhead)
+			if math.Abs(ratio-1) > 0.15 {
+				t.Errorf("accounted/heap = %.3f, want within ±15%%", ratio)
+			}
+			runtime.KeepAlive(keys)
+			e.Close()
+		})
+	}
+}
