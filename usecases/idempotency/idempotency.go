@@ -1,0 +1,322 @@
+// Package idempotency makes a side-effecting operation (charging a card,
+// sending an email) execute at most once per idempotency key, however many
+// times the request is retried or duplicated, and replays the first
+// outcome to every duplicate.
+//
+// # Model
+//
+// A Key is scoped to a caller and an operation, so two callers' "abc" never
+// collide. A request's Fingerprint (a hash of its inputs) is stored with
+// the claim: reusing the key with a different payload is ErrMismatch,
+// never a replay of someone else's answer.
+//
+// A record moves through: absent → in progress (claimed by one owner, with
+// a lease) → completed (result stored) or released (deleted, so a retry
+// executes again). A permanent failure is recorded as a completed outcome
+// and replayed as an error. Only the owner can complete or release. A
+// duplicate while in progress gets ErrInProgress with a retry hint (the
+// lease's remaining time), never a second execution.
+//
+// # TTL kind
+//
+// Fixed retention: the record lives Config.Retention from its first claim;
+// reads, replays and completion never extend it. After that the key may be
+// used afresh.
+//
+// # Crash after the side effect
+//
+// If the owner dies after the side effect but before Complete, its lease
+// lapses; the next attempt takes the claim over as a recovery, not a fresh
+// claim. Do then calls Config.Recover, which must find out (from the
+// downstream system) whether the effect happened and either return its
+// result or ask for a re-run; without a hook Do returns ErrNeedsRecovery
+// rather than re-running blindly. The lease must therefore exceed the
+// operation's worst-case duration.
+//
+// # Eviction
+//
+// Records are not pinned. Evicting an in-progress record lets a duplicate
+// execute again; evicting a completed one makes a late duplicate execute
+// again. Run with memory headroom or a store whose policy spares these keys
+// (Redis: volatile-* with other keys carrying TTLs), or accept that bound.
+//
+// # Store failure
+//
+// Do and Claim return the store's error and do not execute: executing
+// without a claim could execute twice. If Complete fails after the side
+// effect, the record stays in progress and the recovery path above applies.
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tidekv/tide/usecases/store"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Backend holds the records. Required.
+	Backend store.Backend
+	// Retention is how long a record lives from its first claim. 0 means
+	// 24 hours.
+	Retention time.Duration
+	// Lease is how long a claim stays exclusively in progress before
+	// another attempt may recover it. 0 means 30 seconds. It must not
+	// exceed Retention.
+	Lease time.Duration
+	// Prefix is prepended to every key. "" means "tide:idem:".
+	Prefix string
+	// Recover is called by Do when it takes over a claim whose previous
+	// owner's lease lapsed. It returns the operation's result and done =
+	// true if the side effect had happened (the result is stored and
+	// returned), or done = false to run the operation again. nil means Do
+	// returns ErrNeedsRecovery (and keeps the claim until its lease lapses).
+	Recover func(ctx context.Context, k Key, prevOwner string) (result []byte, done bool, err error)
+}
+
+// Key identifies one logical request: the caller's idempotency key within
+// a scope (the caller: an account, an API token) and an operation.
+type Key struct {
+	Scope, Operation, Key string
+}
+
+// State is the outcome of Claim.
+type State uint8
+
+const (
+	// Execute: the caller owns a fresh claim and must execute, then
+	// Complete or Release.
+	Execute State = iota + 1
+	// Recover: the caller owns a claim whose previous owner died before
+	// completing; the side effect may have happened.
+	Recover
+	// InProgress: another attempt holds the claim; retry after RetryAfter.
+	InProgress
+	// Completed: the request completed; Result holds its stored result.
+	Completed
+)
+
+func (s State) String() string {
+	switch s {
+	case Execute:
+		return "execute"
+	case Recover:
+		return "recover"
+	case InProgress:
+		return "in progress"
+	case Completed:
+		return "completed"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Claim is the answer to a claim attempt.
+type Claim struct {
+	State State
+	// Owner is the caller's owner token (Execute, Recover): pass it to
+	// Complete or Release.
+	Owner string
+	// PrevOwner is the dead owner (Recover).
+	PrevOwner string
+	// Result is the stored result (Completed).
+	Result []byte
+	// RetryAfter is when the holder's lease lapses (InProgress).
+	RetryAfter time.Duration
+}
+
+// Store is an idempotency store over a store.Backend. It is safe for
+// concurrent use and keeps no state of its own; Claim, Complete and Release
+// are one store decision each (one round trip on a remote backend).
+type Store struct {
+	cfg Config
+}
+
+// New returns a Store for cfg, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Store, error) {
+	if cfg.Backend == nil {
+		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
+	}
+	if cfg.Retention < 0 || cfg.Lease < 0 {
+		return nil, fmt.Errorf("%w: Retention = %v, Lease = %v, want ≥ 0", ErrInvalidConfig, cfg.Retention, cfg.Lease)
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 24 * time.Hour
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.Lease > cfg.Retention {
+		return nil, fmt.Errorf("%w: Lease %v exceeds Retention %v", ErrInvalidConfig, cfg.Lease, cfg.Retention)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "tide:idem:"
+	}
+	return &Store{cfg: cfg}, nil
+}
+
+// Fingerprint hashes a request's inputs (SHA-256 over length-prefixed
+// parts, so ("ab","c") ≠ ("a","bc")).
+func Fingerprint(parts ...[]byte) []byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write(p)
+	}
+	return h.Sum(nil)
+}
+
+// StoreKey returns the backend key for k: the prefix and a hash of the
+// scope, operation and key (user input never reaches the key's syntax).
+func (s *Store) StoreKey(k Key) string {
+	sum := Fingerprint([]byte(k.Scope), []byte(k.Operation), []byte(k.Key))
+	return s.cfg.Prefix + "{" + hex.EncodeToString(sum[:16]) + "}"
+}
+
+func newOwner() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand since Go 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+// Claim tries to claim k for a request with fingerprint fp. A key reused
+// with another fingerprint is ErrMismatch.
+func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
+	if k.Key == "" {
+		return Claim{}, ErrInvalidKey
+	}
+	owner := newOwner()
+	d := &store.Idempotency{Op: store.IdemClaim, Key: s.StoreKey(k), Fingerprint: fp, Owner: owner,
+		Lease: s.cfg.Lease, Retention: s.cfg.Retention}
+	if err := s.cfg.Backend.Decide(ctx, d); err != nil {
+		return Claim{}, err
+	}
+	switch d.Outcome {
+	case store.IdemClaimed:
+		return Claim{State: Execute, Owner: owner}, nil
+	case store.IdemRecovered:
+		return Claim{State: Recover, Owner: owner, PrevOwner: d.PrevOwner}, nil
+	case store.IdemInProgress:
+		return Claim{State: InProgress, RetryAfter: max(d.LeaseLeft, 0)}, nil
+	case store.IdemCompleted:
+		return Claim{State: Completed, Result: d.StoredResult}, nil
+	case store.IdemMismatch:
+		return Claim{}, ErrMismatch
+	}
+	return Claim{}, fmt.Errorf("%w: unexpected claim outcome %v", store.ErrCorrupt, d.Outcome)
+}
+
+func (s *Store) finish(ctx context.Context, op store.IdemOp, k Key, owner string, result []byte) ([]byte, error) {
+	d := &store.Idempotency{Op: op, Key: s.StoreKey(k), Owner: owner, Result: result}
+	if err := s.cfg.Backend.Decide(ctx, d); err != nil {
+		return nil, err
+	}
+	switch d.Outcome {
+	case store.IdemCompleted:
+		if op == store.IdemRelease {
+			return d.StoredResult, ErrNotOwner // completed by someone: not ours to release
+		}
+		return d.StoredResult, nil
+	case store.IdemReleased:
+		return nil, nil
+	case store.IdemAbsent:
+		return nil, ErrNotFound
+	}
+	return nil, ErrNotOwner
+}
+
+// Complete stores result for k if owner holds the claim. If k was already
+// completed, it returns the stored result (which wins) and no error.
+func (s *Store) Complete(ctx context.Context, k Key, owner string, result []byte) ([]byte, error) {
+	return s.finish(ctx, store.IdemComplete, k, owner, result)
+}
+
+// Release deletes owner's in-progress claim so that a retry executes again
+// (use it when the operation failed before any side effect).
+func (s *Store) Release(ctx context.Context, k Key, owner string) error {
+	_, err := s.finish(ctx, store.IdemRelease, k, owner, nil)
+	return err
+}
+
+// Do executes fn at most once for k among all requests with fingerprint
+// fp, and returns its result; replayed reports that the result is a
+// previous execution's. A duplicate during execution gets an
+// *InProgressError; a different payload gets ErrMismatch. If fn fails with
+// an error marked Permanent, the failure is recorded and every duplicate
+// gets an error wrapping ErrFailed; any other error releases the claim, so
+// a retry executes again. A claim whose owner died is handed to
+// Config.Recover.
+func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
+	if fn == nil {
+		return nil, false, fmt.Errorf("%w: nil function", ErrInvalidConfig)
+	}
+	c, err := s.Claim(ctx, k, fp)
+	if err != nil {
+		return nil, false, err
+	}
+	switch c.State {
+	case InProgress:
+		return nil, false, &InProgressError{RetryAfter: c.RetryAfter}
+	case Completed:
+		res, err := decodeOutcome(c.Result)
+		return res, true, err
+	case Recover:
+		if s.cfg.Recover == nil {
+			return nil, false, ErrNeedsRecovery
+		}
+		res, done, err := s.cfg.Recover(ctx, k, c.PrevOwner)
+		if err != nil {
+			return nil, false, err // keep the claim: its lease lapses and recovery is retried
+		}
+		if done {
+			return s.complete(ctx, k, c.Owner, encodeOutcome(res, nil))
+		}
+	}
+	res, err := fn(ctx)
+	var perm permanent
+	if err != nil && !errors.As(err, &perm) {
+		if rerr := s.Release(ctx, k, c.Owner); rerr != nil && !errors.Is(rerr, ErrNotOwner) && !errors.Is(rerr, ErrNotFound) {
+			return nil, false, errors.Join(err, rerr)
+		}
+		return nil, false, err
+	}
+	return s.complete(ctx, k, c.Owner, encodeOutcome(res, err))
+}
+
+func (s *Store) complete(ctx context.Context, k Key, owner string, enc []byte) ([]byte, bool, error) {
+	stored, err := s.Complete(ctx, k, owner, enc)
+	if err != nil {
+		return nil, false, err
+	}
+	res, ferr := decodeOutcome(stored)
+	return res, false, ferr
+}
+
+// The stored outcome: 'c' + result, or 'f' + error message.
+func encodeOutcome(res []byte, err error) []byte {
+	if err != nil {
+		return append([]byte{'f'}, err.Error()...)
+	}
+	return append([]byte{'c'}, res...)
+}
+
+func decodeOutcome(b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: empty idempotency outcome", store.ErrCorrupt)
+	}
+	switch b[0] {
+	case 'c':
+		return b[1:], nil
+	case 'f':
+		return nil, fmt.Errorf("%w: %s", ErrFailed, b[1:])
+	}
+	return nil, fmt.Errorf("%w: idempotency outcome tag %q", store.ErrCorrupt, b[0])
+}

@@ -1,0 +1,179 @@
+package idempotency
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// HTTPConfig configures Middleware. Zero fields mean defaults.
+type HTTPConfig struct {
+	// Store holds the records. Required.
+	Store *Store
+	// Required reports whether a request must carry an Idempotency-Key.
+	// nil means POST and PATCH must; other methods without the header pass
+	// straight through.
+	Required func(r *http.Request) bool
+	// Scope returns the caller's identity (an account, an API token), so
+	// keys of different callers never collide. nil means one scope for all.
+	Scope func(r *http.Request) string
+	// MaxBody bounds the request body read for the fingerprint. 0 means
+	// 1 MiB; larger bodies get 413.
+	MaxBody int64
+}
+
+// RecoveryHeader is set on the request passed to the handler when it runs
+// as the recovery of a claim whose previous owner died before completing:
+// the handler must check downstream whether the side effect already
+// happened before doing it again. Its value is the dead owner's token.
+const RecoveryHeader = "Idempotency-Recovery"
+
+// ReplayedHeader is set to "true" on a replayed response.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// Middleware makes next idempotent on the Idempotency-Key request header
+// (IETF draft-ietf-httpapi-idempotency-key-header):
+//
+//   - missing where required: 400 Bad Request;
+//   - same key, different payload (method, path or body): 422
+//     Unprocessable Content;
+//   - same key while the first request runs: 409 Conflict with
+//     Retry-After;
+//   - same key after completion: the stored status, headers and body,
+//     with Idempotent-Replayed: true;
+//   - otherwise next runs once; a response below 500 is stored and
+//     replayed to duplicates for the retention period; a 5xx response
+//     releases the claim, so a retry executes again.
+//
+// The key is scoped to Scope(r) and the method and path. Store errors
+// answer 503 without running next.
+func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
+	required := cfg.Required
+	if required == nil {
+		required = func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodPatch }
+	}
+	maxBody := cfg.MaxBody
+	if maxBody <= 0 {
+		maxBody = 1 << 20
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cfg.Store == nil {
+			http.Error(w, "idempotency store not configured", http.StatusInternalServerError)
+			return
+		}
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" {
+			if required(r) {
+				http.Error(w, "Idempotency-Key header required", http.StatusBadRequest)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		var body []byte
+		if r.Body != nil {
+			b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+			if err != nil {
+				http.Error(w, "cannot read body", http.StatusBadRequest)
+				return
+			}
+			if int64(len(b)) > maxBody {
+				http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			body = b
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		scope := ""
+		if cfg.Scope != nil {
+			scope = cfg.Scope(r)
+		}
+		k := Key{Scope: scope, Operation: r.Method + " " + r.URL.Path, Key: key}
+		fp := Fingerprint([]byte(r.Method), []byte(r.URL.RequestURI()), body)
+		c, err := cfg.Store.Claim(r.Context(), k, fp)
+		switch {
+		case errors.Is(err, ErrMismatch):
+			http.Error(w, "Idempotency-Key reused with a different request", http.StatusUnprocessableEntity)
+			return
+		case err != nil:
+			http.Error(w, "idempotency store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		switch c.State {
+		case InProgress:
+			w.Header().Set("Retry-After", strconv.FormatInt(max(int64((c.RetryAfter+time.Second-1)/time.Second), 1), 10))
+			http.Error(w, "a request with this Idempotency-Key is in progress", http.StatusConflict)
+			return
+		case Completed:
+			var resp storedResponse
+			if json.Unmarshal(c.Result, &resp) != nil {
+				http.Error(w, "corrupt stored response", http.StatusInternalServerError)
+				return
+			}
+			h := w.Header()
+			for name, vs := range resp.Header {
+				h[name] = vs
+			}
+			h.Set(ReplayedHeader, "true")
+			w.WriteHeader(resp.Status)
+			w.Write(resp.Body)
+			return
+		case Recover:
+			r.Header.Set(RecoveryHeader, c.PrevOwner)
+		}
+		rec := &recorder{header: http.Header{}, status: 0}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		if rec.status >= 500 {
+			cfg.Store.Release(r.Context(), k, c.Owner)
+		} else {
+			enc, _ := json.Marshal(storedResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()})
+			// If completion fails the record stays in progress and its
+			// lease lapses into recovery; the client still gets the answer.
+			cfg.Store.Complete(r.Context(), k, c.Owner, enc)
+		}
+		h := w.Header()
+		for name, vs := range rec.header {
+			h[name] = vs
+		}
+		w.WriteHeader(rec.status)
+		w.Write(rec.body.Bytes())
+	})
+}
+
+type storedResponse struct {
+	Status int         `json:"s"`
+	Header http.Header `json:"h"`
+	Body   []byte      `json:"b"`
+}
+
+// recorder buffers a handler's response.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if status < 100 || status > 999 {
+		status = http.StatusInternalServerError // net/http would panic
+	}
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(p)
+}
