@@ -9,8 +9,9 @@ import (
 )
 
 var (
-	flagKeys  = flag.Int("keys", 1_000_000, "keys in the throughput workloads")
-	flagPeers = flag.String("peers", "", "comma-separated peers to run (default all)")
+	flagKeys   = flag.Int("keys", 1_000_000, "keys in the throughput workloads")
+	flagPeers  = flag.String("peers", "", "comma-separated peers to run (default all)")
+	flagRounds = flag.Int("rounds", 1, "repeat the whole peer sweep this many times, interleaving peers (sub-benchmark names get #01.. suffixes; cmd/report folds them)")
 )
 
 func selected(name string) bool {
@@ -87,6 +88,13 @@ var mixes = []struct {
 // enough to hold all; read/write mixes; without and with per-entry TTLs.
 func BenchmarkThroughput(b *testing.B) {
 	d := Throughput(*flagKeys)
+	for range *flagRounds {
+		throughputRound(b, d)
+	}
+	release()
+}
+
+func throughputRound(b *testing.B, d *Dataset) {
 	for _, ttl := range []bool{false, true} {
 		b.Run("ttl="+map[bool]string{false: "off", true: "on"}[ttl], func(b *testing.B) {
 			for _, p := range Peers {
@@ -104,22 +112,23 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 		})
 	}
-	release()
 }
 
 // BenchmarkMiss: Get of keys that are not in the (pre-filled) cache, Zipf.
 func BenchmarkMiss(b *testing.B) {
 	d := Throughput(*flagKeys)
-	for _, p := range Peers {
-		if !selected(p.Name) {
-			continue
+	for range *flagRounds {
+		for _, p := range Peers {
+			if !selected(p.Name) {
+				continue
+			}
+			b.Run("peer="+p.Name, func(b *testing.B) {
+				c := instance(b, p, false)
+				runMix(b, c, d, d.Missing, 0, false)
+			})
 		}
-		b.Run("peer="+p.Name, func(b *testing.B) {
-			c := instance(b, p, false)
-			runMix(b, c, d, d.Missing, 0, false)
-		})
+		release()
 	}
-	release()
 }
 
 func runMix(b *testing.B, c Cache, d *Dataset, keys []string, write uint8, ttl bool) {
