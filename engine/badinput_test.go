@@ -21,10 +21,8 @@ import (
 // knownBugs names table rows that fail because of an open engine finding
 // (docs/RELIABILITY-findings.md). Set the environment variable
 // TIDE_KNOWN_BUGS=1 to run them anyway.
-var knownBugs = map[string]string{
-	"ExpireAt year 1500 deletes": "F1",
-	"ExpireAt year 1000 deletes": "F1",
-}
+// (F1, ExpireAt before 1678, was fixed in c033bc7.)
+var knownBugs = map[string]string{}
 
 // badStart is the manual clock's reading in the bad-input tests.
 var badStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -562,13 +560,10 @@ func keysInShard(i, shards, n int, prefix string) []string {
 	return out
 }
 
-// TestCommitOOMEvictsNothing is finding F2: a Commit that fails with
-// ErrOutOfMemory must change nothing, also in the shards where room could
-// have been made.
+// TestCommitOOMEvictsNothing is finding F2 (fixed in c033bc7): a Commit
+// that fails with ErrOutOfMemory must change nothing, also in the shards
+// where room could have been made.
 func TestCommitOOMEvictsNothing(t *testing.T) {
-	if !runKnownBugs() {
-		t.Skip("engine bug F2 (docs/RELIABILITY-findings.md); TIDE_KNOWN_BUGS=1 runs it")
-	}
 	for range 20 { // the engine visits shards in map order
 		var evs []engine.Removal
 		e, err := engine.New(engine.Config{Shards: 2, ExpiryInterval: -1, MaxBytes: 600, Policy: evict.AllKeysLRU,

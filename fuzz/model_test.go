@@ -86,6 +86,7 @@ type harness struct {
 	lastVer map[string]uint64 // highest version ever seen per key
 	events  []engine.Removal
 	closed  bool
+	hwm     int64 // the highest clock reading so far: the engine's time
 	keys    []string
 	step    int
 	trace   []string
@@ -105,6 +106,7 @@ func newHarness(t testing.TB, r *in) *harness {
 	budgets := []int{0, 1, 2, 5}
 	h.budget = budgets[r.u8()%4]
 	h.clk = clock.NewManual(start)
+	h.hwm = h.clk.Now()
 	e, err := engine.New(engine.Config{
 		Shards:         h.shards,
 		Clock:          h.clk,
@@ -119,6 +121,7 @@ func newHarness(t testing.TB, r *in) *harness {
 		t.Fatalf("New: %v", err)
 	}
 	h.e = e
+	e.Stats() // the engine reads the clock: its time starts at start
 	h.capShard = maxBytes / int64(h.shards)
 	h.keys = []string{"", "a", "b", "c", "n", "key-5", "0123456789abcdef", "0123456789abcdefX"}
 	h.logf("config shards=%d maxBytes=%d policy=%s budget=%d", h.shards, maxBytes, h.pol.Name, h.budget)
@@ -141,7 +144,11 @@ func (h *harness) failf(format string, args ...any) {
 	h.t.Fatalf("step %d: %s\nlast operations:\n%s", h.step, fmt.Sprintf(format, args...), b.String())
 }
 
-func (h *harness) now() int64 { return h.clk.Now() }
+// now is the engine's time: a clock that steps back reads as standing
+// still until it passes the highest reading already seen (the engine's
+// monotonic guard). verify reads the clock through the engine after every
+// operation, so the engine has seen every reading the model has.
+func (h *harness) now() int64 { return max(h.hwm, h.clk.Now()) }
 
 func (h *harness) due(m *ment) bool { return m.deadline != 0 && h.now() >= m.deadline }
 
@@ -427,7 +434,7 @@ func (h *harness) version(r *in, k string) uint64 {
 // advance moves the clock forward (saturating at the end of int64 time).
 func (h *harness) advance(r *in) {
 	var d time.Duration
-	switch c := r.u8(); c % 10 {
+	switch c := r.u8(); c % 13 {
 	case 0:
 		d = 0
 	case 1:
@@ -445,18 +452,30 @@ func (h *harness) advance(r *in) {
 	case 7:
 		// to the very end of representable time
 		h.clk.Set(time.Unix(0, math.MaxInt64-int64(r.u8())))
+		h.hwm = h.now()
 		h.logf("clock → end of time (%d)", h.now())
+		return
+	case 10:
+		d = -time.Second // a faulty clock steps back
+	case 11:
+		d = -time.Duration(r.u8()) * time.Hour
+	case 12:
+		h.clk.Set(start) // back to the beginning
+		h.logf("clock → start (engine time stays %d)", h.now())
 		return
 	default:
 		d = time.Duration(r.u8()) * 100 * time.Millisecond
 	}
-	now := h.now()
-	if now > math.MaxInt64-int64(d) {
+	cur := h.clk.Now()
+	switch {
+	case d > 0 && cur > math.MaxInt64-int64(d):
 		h.clk.Set(time.Unix(0, math.MaxInt64))
-	} else {
+	case d < 0 && cur < math.MinInt64/2:
+	default:
 		h.clk.Advance(d)
 	}
-	h.logf("clock +%v → %d", d, h.now())
+	h.hwm = h.now()
+	h.logf("clock %+v → %d (engine time %d)", d, h.clk.Now(), h.now())
 }
 
 // ---- operations ----
@@ -1261,14 +1280,8 @@ func (h *harness) deadline(r *in) time.Time {
 	case 5:
 		return time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
 	case 6:
-		if pre1678 {
-			return time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC) // before int64 time
-		}
-		return time.Unix(0, math.MinInt64)
+		return time.Date(1500+int(r.u8()), 1, 1, 0, 0, 0, 0, time.UTC) // before int64 time (F1)
 	default:
-		if pre1678 {
-			return time.Time{}
-		}
-		return time.Unix(0, 0)
+		return [...]time.Time{{}, time.Unix(0, 0), time.Unix(0, math.MinInt64), start}[r.u8()%4]
 	}
 }

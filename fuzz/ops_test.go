@@ -4,11 +4,6 @@ import (
 	"testing"
 )
 
-// pre1678 enables ExpireAt deadlines before the year 1678, which
-// time.Time.UnixNano cannot represent (finding F1 in
-// docs/RELIABILITY-findings.md). Turn it on once the engine handles them.
-const pre1678 = false
-
 // FuzzEngineOps runs an arbitrary stream of every engine operation against
 // the reference model: writes with every option, CAS, deletes, reads,
 // TTL changes with every condition, counters, transactions, clock jumps,
