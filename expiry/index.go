@@ -73,11 +73,11 @@ func (x *Index) PopDue(now int64) (Item, bool) {
 
 // CountDue returns how many items are due at now. Cost O(log n + due).
 func (x *Index) CountDue(now int64) int {
+	if now == 1<<63-1 {
+		return x.t.Len()
+	}
 	n := 0
 	x.t.AscendLessThan(Item{Deadline: now + 1}, func(Item) bool { n++; return true })
-	if now == 1<<63-1 {
-		n = x.t.Len()
-	}
 	return n
 }
 

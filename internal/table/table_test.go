@@ -1,0 +1,123 @@
+package table
+
+import (
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestTableModel checks the table against a map of (tag, slot) pairs over
+// random inserts, deletes and replaces, with tags drawn from a small set so
+// that probe sequences collide and wrap.
+func TestTableModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var tab Table
+		model := map[uint64]bool{} // tag<<32 | slot
+		tags := rapid.Uint32Range(0, 40)
+		slots := rapid.Uint32Range(0, 200)
+		check := func(t *rapid.T) {
+			if tab.Len() != len(model) {
+				t.Fatalf("Len = %d, model %d", tab.Len(), len(model))
+			}
+			for p := range model {
+				tag, slot := uint32(p>>32), uint32(p)
+				if _, ok := tab.Find(tag, func(s uint32) bool { return s == slot }); !ok {
+					t.Fatalf("(%d,%d) not found", tag, slot)
+				}
+			}
+			n := 0
+			tab.Each(func(tag, slot uint32) {
+				n++
+				if !model[uint64(tag)<<32|uint64(slot)] {
+					t.Fatalf("Each yielded (%d,%d), not in model", tag, slot)
+				}
+			})
+			if n != len(model) {
+				t.Fatalf("Each yielded %d, model %d", n, len(model))
+			}
+			if tab.Cap() > 0 && tab.Len()*4 > tab.Cap()*3 {
+				t.Fatalf("load %d/%d above 3/4", tab.Len(), tab.Cap())
+			}
+		}
+		t.Repeat(map[string]func(*rapid.T){
+			"insert": func(t *rapid.T) {
+				tag, slot := tags.Draw(t, "tag"), slots.Draw(t, "slot")
+				p := uint64(tag)<<32 | uint64(slot)
+				if model[p] {
+					return
+				}
+				tab.Insert(tag, slot)
+				model[p] = true
+			},
+			"delete": func(t *rapid.T) {
+				tag, slot := tags.Draw(t, "tag"), slots.Draw(t, "slot")
+				p := uint64(tag)<<32 | uint64(slot)
+				if got := tab.Delete(tag, slot); got != model[p] {
+					t.Fatalf("Delete(%d,%d) = %v, model %v", tag, slot, got, model[p])
+				}
+				delete(model, p)
+			},
+			"replace": func(t *rapid.T) {
+				tag, slot, to := tags.Draw(t, "tag"), slots.Draw(t, "slot"), slots.Draw(t, "to")
+				p, q := uint64(tag)<<32|uint64(slot), uint64(tag)<<32|uint64(to)
+				if !model[p] || model[q] {
+					return
+				}
+				if !tab.Replace(tag, slot, to) {
+					t.Fatalf("Replace(%d,%d,%d) failed", tag, slot, to)
+				}
+				delete(model, p)
+				model[q] = true
+			},
+			"probe": func(t *rapid.T) {
+				tag := tags.Draw(t, "tag")
+				want := 0
+				for p := range model {
+					if uint32(p>>32) == tag {
+						want++
+					}
+				}
+				got := 0
+				for i := tab.Start(tag); ; {
+					if _, ok := tab.Next(tag, &i); !ok {
+						break
+					}
+					got++
+				}
+				if got != want {
+					t.Fatalf("probe of tag %d yielded %d slots, want %d", tag, got, want)
+				}
+			},
+			"": check,
+		})
+	})
+}
+
+func TestEmptyTable(t *testing.T) {
+	var tab Table
+	if _, ok := tab.Find(1, func(uint32) bool { return true }); ok {
+		t.Fatal("Find on empty table found something")
+	}
+	if tab.Delete(1, 1) || tab.Replace(1, 1, 2) {
+		t.Fatal("Delete/Replace on empty table reported success")
+	}
+	i := tab.Start(7)
+	if _, ok := tab.Next(7, &i); ok {
+		t.Fatal("Next on empty table yielded")
+	}
+}
+
+func BenchmarkFind(b *testing.B) {
+	var tab Table
+	const n = 1 << 16
+	for i := range uint32(n) {
+		tab.Insert(i*2654435761, i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := uint32(i%n) * 2654435761
+		j := tab.Start(k)
+		tab.Next(k, &j)
+	}
+}
