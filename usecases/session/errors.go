@@ -1,0 +1,17 @@
+package session
+
+import "errors"
+
+var (
+	// ErrInvalidConfig reports a Config field with a nonsense value.
+	ErrInvalidConfig = errors.New("tide: invalid session config")
+	// ErrConflict reports a Save (or Rotate) of a session that changed in
+	// the store since it was loaded: reload, reapply, save again (Update
+	// does this). No update is ever silently lost.
+	ErrConflict = errors.New("tide: session changed concurrently")
+	// ErrNotFound reports a Save, Touch or Rotate of a session that no
+	// longer exists (expired, revoked, evicted).
+	ErrNotFound = errors.New("tide: session not found")
+	// ErrInvalidUser reports an empty user ID.
+	ErrInvalidUser = errors.New("tide: invalid session user")
+)

@@ -1,0 +1,510 @@
+// Package session keeps server-side web sessions in a store.Backend.
+//
+// # Contract
+//
+// A session ID is 256 bits from crypto/rand, encoded base64url (43
+// characters, cookie-safe). The store never sees it: the record lives under
+// a SHA-256 hash of the ID, so a leaked keyspace dump yields no usable IDs.
+// The record holds the user, tenant, authorization context, creation time,
+// last activity, the absolute deadline and the caller's values (bytes),
+// encoded by a pluggable Codec (JSON by default).
+//
+// Unknown, malformed, expired and revoked IDs all look the same to the
+// caller: Load reports a miss, with no error.
+//
+// # TTL kind
+//
+// Sliding, capped: a session expires after IdleTimeout without activity,
+// and in any case at its absolute deadline (creation + AbsoluteTimeout),
+// which never moves — not on activity, not on rotation. The store TTL is
+// always min(idle, time to the absolute deadline), so the store itself
+// expires the session. Activity refreshes the idle timer at most once per
+// TouchInterval (a touch is a write; a write per request would not scale).
+//
+// # Concurrency
+//
+// Every write is a compare-and-swap on the record's version: a Save of a
+// session that changed since it was loaded fails with ErrConflict instead
+// of overwriting the other update. Update reloads and reapplies on
+// conflict. A throttled touch that loses a race is simply dropped (the
+// winner refreshed the session anyway).
+//
+// # Revocation
+//
+// Destroy deletes the record: the next Load misses (immediate). Each
+// user's sessions are listed in a per-user index, so DestroyAll revokes
+// every session of a user without scanning the store. Rotate issues a new
+// ID for the same session (do it on login and privilege change) and
+// deletes the old one.
+//
+// # Eviction
+//
+// With Config.Pin the records and indexes are pinned: never evicted,
+// removed only by expiry or revocation. Without it (the default) an
+// evicted session is a forced logout: the next Load misses and the user
+// signs in again; nothing else breaks.
+//
+// # Store failure
+//
+// Load, Save and the rest return the store's error; the middleware treats
+// a failed Load as "no session" (the request proceeds unauthenticated,
+// fail closed) and reports the error to HTTPConfig.OnError.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/tidekv/tide/usecases/store"
+)
+
+// Codec encodes session records. Implementations must be safe for
+// concurrent use.
+type Codec interface {
+	Marshal(r *Record) ([]byte, error)
+	Unmarshal(data []byte, r *Record) error
+}
+
+// JSON is the default Codec.
+type JSON struct{}
+
+// Marshal implements Codec.
+func (JSON) Marshal(r *Record) ([]byte, error) { return json.Marshal(r) }
+
+// Unmarshal implements Codec.
+func (JSON) Unmarshal(data []byte, r *Record) error { return json.Unmarshal(data, r) }
+
+// Record is what the store holds for a session.
+type Record struct {
+	UserID     string            `json:"u"`
+	Tenant     string            `json:"t,omitempty"`
+	Auth       map[string]string `json:"a,omitempty"` // authorization context (roles, scopes, MFA level)
+	Created    time.Time         `json:"c"`
+	LastActive time.Time         `json:"l"`
+	Deadline   time.Time         `json:"d"` // absolute; never moves
+	Values     map[string][]byte `json:"v,omitempty"`
+}
+
+// Config configures a Manager.
+type Config struct {
+	// Backend holds the sessions. Required.
+	Backend store.Backend
+	// IdleTimeout ends a session after this long without activity. 0
+	// means 30 minutes.
+	IdleTimeout time.Duration
+	// AbsoluteTimeout ends a session this long after creation, whatever
+	// its activity. 0 means 24 hours. It must be ≥ IdleTimeout.
+	AbsoluteTimeout time.Duration
+	// TouchInterval is the least time between two activity refreshes of a
+	// session. 0 means IdleTimeout/10.
+	TouchInterval time.Duration
+	// Prefix is prepended to every key. "" means "tide:sess:".
+	Prefix string
+	// Pin exempts sessions and indexes from eviction.
+	Pin bool
+	// Codec encodes records. nil means JSON.
+	Codec Codec
+}
+
+// Session is a loaded session. It is a snapshot: change it and Save it.
+// It is not safe for concurrent mutation.
+type Session struct {
+	// ID is the secret session ID (the cookie value). The store keeps only
+	// its hash.
+	ID string
+	Record
+	version uint64
+}
+
+// Get returns the value stored under name.
+func (s *Session) Get(name string) ([]byte, bool) {
+	v, ok := s.Values[name]
+	return v, ok
+}
+
+// Set stores value under name (copied). Call Save to persist.
+func (s *Session) Set(name string, value []byte) {
+	if s.Values == nil {
+		s.Values = map[string][]byte{}
+	}
+	s.Values[name] = append([]byte(nil), value...)
+}
+
+// Delete removes the value under name. Call Save to persist.
+func (s *Session) Delete(name string) { delete(s.Values, name) }
+
+// Info describes one of a user's live sessions, without its secret ID.
+type Info struct {
+	// Handle identifies the session (its key's hash) for DestroyHandle.
+	Handle     string
+	Tenant     string
+	Created    time.Time
+	LastActive time.Time
+	Deadline   time.Time
+}
+
+// Manager creates, loads, saves and revokes sessions. It is safe for
+// concurrent use and keeps no state of its own. Cost: Load is one Get (plus
+// one CAS when a touch is due); Save one CAS; Create and Destroy also
+// update the user's index (a Get and a CAS).
+type Manager struct {
+	cfg Config
+}
+
+// New returns a Manager for cfg, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Backend == nil {
+		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
+	}
+	if cfg.IdleTimeout < 0 || cfg.AbsoluteTimeout < 0 || cfg.TouchInterval < 0 {
+		return nil, fmt.Errorf("%w: timeouts must be ≥ 0", ErrInvalidConfig)
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 30 * time.Minute
+	}
+	if cfg.AbsoluteTimeout == 0 {
+		cfg.AbsoluteTimeout = 24 * time.Hour
+	}
+	if cfg.AbsoluteTimeout < cfg.IdleTimeout {
+		return nil, fmt.Errorf("%w: AbsoluteTimeout %v < IdleTimeout %v", ErrInvalidConfig, cfg.AbsoluteTimeout, cfg.IdleTimeout)
+	}
+	if cfg.TouchInterval == 0 {
+		cfg.TouchInterval = cfg.IdleTimeout / 10
+	}
+	if cfg.TouchInterval >= cfg.IdleTimeout {
+		return nil, fmt.Errorf("%w: TouchInterval %v ≥ IdleTimeout %v", ErrInvalidConfig, cfg.TouchInterval, cfg.IdleTimeout)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "tide:sess:"
+	}
+	if cfg.Codec == nil {
+		cfg.Codec = JSON{}
+	}
+	return &Manager{cfg: cfg}, nil
+}
+
+// idBytes is the session ID's entropy: 256 bits.
+const idBytes = 32
+
+var idLen = base64.RawURLEncoding.EncodedLen(idBytes)
+
+func newID() string {
+	var b [idBytes]byte
+	rand.Read(b[:]) // never fails (crypto/rand since Go 1.24)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// handle is the hash of an ID, hex.
+func handle(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+func (m *Manager) key(h string) string { return m.cfg.Prefix + h }
+
+func validID(id string) bool {
+	if len(id) != idLen {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(id)
+	return err == nil
+}
+
+// ttl is the store TTL of a record at now: min(idle, until deadline).
+func (m *Manager) ttl(r *Record, now time.Time) time.Duration {
+	return min(m.cfg.IdleTimeout, r.Deadline.Sub(now))
+}
+
+// Create starts a session for userID and returns it with a fresh ID.
+func (m *Manager) Create(ctx context.Context, userID, tenant string, auth map[string]string) (*Session, error) {
+	if userID == "" {
+		return nil, ErrInvalidUser
+	}
+	now, err := m.cfg.Backend.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Record: Record{UserID: userID, Tenant: tenant, Auth: maps.Clone(auth),
+		Created: now, LastActive: now, Deadline: now.Add(m.cfg.AbsoluteTimeout)}}
+	if err := m.insert(ctx, s, now); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// insert writes s under a fresh ID and indexes it.
+func (m *Manager) insert(ctx context.Context, s *Session, now time.Time) error {
+	ttl := m.ttl(&s.Record, now)
+	if ttl <= 0 {
+		return ErrNotFound
+	}
+	enc, err := m.cfg.Codec.Marshal(&s.Record)
+	if err != nil {
+		return err
+	}
+	// Index first: a session missing from its user's index would escape
+	// DestroyAll; an index entry without a session is pruned later.
+	for {
+		id := newID()
+		h := handle(id)
+		if err := m.indexAdd(ctx, s.UserID, h, s.Deadline, now); err != nil {
+			return err
+		}
+		v, ok, err := m.cfg.Backend.Set(ctx, m.key(h), enc, store.SetOptions{Only: store.IfAbsent, TTL: ttl, Pin: m.cfg.Pin})
+		if err != nil {
+			return err
+		}
+		if ok {
+			s.ID, s.version = id, v
+			return nil
+		}
+		// A 256-bit collision: try another ID.
+	}
+}
+
+// Load returns the session with ID id, or ok = false if there is none
+// (unknown, malformed, expired or revoked: all look the same). It
+// refreshes the idle timer if TouchInterval has passed since the last
+// refresh.
+func (m *Manager) Load(ctx context.Context, id string) (*Session, bool, error) {
+	s, ok, err := m.get(ctx, id)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	if _, err := m.Touch(ctx, s); err != nil && !errors.Is(err, ErrConflict) {
+		if errors.Is(err, ErrNotFound) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return s, true, nil
+}
+
+func (m *Manager) get(ctx context.Context, id string) (*Session, bool, error) {
+	if !validID(id) {
+		return nil, false, nil
+	}
+	it, ok, err := m.cfg.Backend.Get(ctx, m.key(handle(id)))
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	s := &Session{ID: id, version: it.Version}
+	if err := m.cfg.Codec.Unmarshal(it.Value, &s.Record); err != nil {
+		return nil, false, fmt.Errorf("%w: session record: %v", store.ErrCorrupt, err)
+	}
+	return s, true, nil
+}
+
+// Touch refreshes s's idle timer if TouchInterval has passed since its
+// last activity, and reports whether it wrote. A lost race is ErrConflict
+// (s is then stale; the winner refreshed the session).
+func (m *Manager) Touch(ctx context.Context, s *Session) (bool, error) {
+	now, err := m.cfg.Backend.Now(ctx)
+	if err != nil {
+		return false, err
+	}
+	if now.Sub(s.LastActive) < m.cfg.TouchInterval {
+		return false, nil
+	}
+	prev := s.LastActive
+	s.LastActive = now
+	if err := m.write(ctx, s, now); err != nil {
+		s.LastActive = prev
+		return false, err
+	}
+	return true, nil
+}
+
+// write CASes s at its version with the capped sliding TTL.
+func (m *Manager) write(ctx context.Context, s *Session, now time.Time) error {
+	ttl := m.ttl(&s.Record, now)
+	if ttl <= 0 {
+		return ErrNotFound
+	}
+	enc, err := m.cfg.Codec.Marshal(&s.Record)
+	if err != nil {
+		return err
+	}
+	v, ok, err := m.cfg.Backend.Set(ctx, m.key(handle(s.ID)), enc, store.SetOptions{IfVersion: s.version, TTL: ttl, Pin: m.cfg.Pin})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if _, live, err := m.cfg.Backend.Get(ctx, m.key(handle(s.ID))); err == nil && !live {
+			return ErrNotFound
+		}
+		return ErrConflict
+	}
+	s.version = v
+	return nil
+}
+
+// Save writes s back if it has not changed in the store since it was
+// loaded (else ErrConflict; ErrNotFound if it is gone). Saving counts as
+// activity.
+func (m *Manager) Save(ctx context.Context, s *Session) error {
+	if s == nil || !validID(s.ID) {
+		return ErrNotFound
+	}
+	now, err := m.cfg.Backend.Now(ctx)
+	if err != nil {
+		return err
+	}
+	prev := s.LastActive
+	s.LastActive = now
+	if err := m.write(ctx, s, now); err != nil {
+		s.LastActive = prev
+		return err
+	}
+	return nil
+}
+
+// Update loads the session id, applies fn, and saves it, reloading and
+// reapplying fn on conflict. It returns ErrNotFound if there is no such
+// session, or fn's error (nothing saved).
+func (m *Manager) Update(ctx context.Context, id string, fn func(*Session) error) (*Session, error) {
+	for {
+		s, ok, err := m.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, ErrNotFound
+		}
+		if err := fn(s); err != nil {
+			return nil, err
+		}
+		switch err := m.Save(ctx, s); {
+		case err == nil:
+			return s, nil
+		case !errors.Is(err, ErrConflict):
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Rotate gives s a new ID, keeping everything else (the absolute deadline
+// included), and revokes the old ID. Do it on login and on any privilege
+// change. A concurrent change to s is ErrConflict (nothing changed).
+func (m *Manager) Rotate(ctx context.Context, s *Session) error {
+	if s == nil || !validID(s.ID) {
+		return ErrNotFound
+	}
+	now, err := m.cfg.Backend.Now(ctx)
+	if err != nil {
+		return err
+	}
+	old, oldVersion := s.ID, s.version
+	ns := &Session{Record: s.Record}
+	ns.LastActive = now
+	if err := m.insert(ctx, ns, now); err != nil {
+		return err
+	}
+	deleted, err := m.cfg.Backend.CompareAndDelete(ctx, m.key(handle(old)), oldVersion)
+	if err != nil || !deleted {
+		m.cfg.Backend.Delete(ctx, m.key(handle(ns.ID)))
+		m.indexRemove(ctx, s.UserID, handle(ns.ID))
+		if err != nil {
+			return err
+		}
+		return ErrConflict
+	}
+	m.indexRemove(ctx, s.UserID, handle(old))
+	*s = *ns
+	return nil
+}
+
+// Destroy revokes the session with ID id and reports whether it existed.
+func (m *Manager) Destroy(ctx context.Context, id string) (bool, error) {
+	s, ok, err := m.get(ctx, id)
+	if !ok || err != nil {
+		return false, err
+	}
+	deleted, err := m.cfg.Backend.Delete(ctx, m.key(handle(id)))
+	if err != nil {
+		return false, err
+	}
+	if err := m.indexRemove(ctx, s.UserID, handle(id)); err != nil {
+		return deleted, err
+	}
+	return deleted, nil
+}
+
+// DestroyHandle revokes the session identified by an Info.Handle (for a
+// "sign out that device" page).
+func (m *Manager) DestroyHandle(ctx context.Context, userID, h string) (bool, error) {
+	deleted, err := m.cfg.Backend.Delete(ctx, m.key(h))
+	if err != nil {
+		return false, err
+	}
+	return deleted, m.indexRemove(ctx, userID, h)
+}
+
+// DestroyAll revokes every session of userID and returns how many were
+// live. It reads the user's index, not the keyspace.
+func (m *Manager) DestroyAll(ctx context.Context, userID string) (int, error) {
+	n := 0
+	for {
+		idx, v, err := m.readIndex(ctx, userID)
+		if err != nil {
+			return n, err
+		}
+		for _, e := range idx {
+			d, err := m.cfg.Backend.Delete(ctx, m.key(e.Handle))
+			if err != nil {
+				return n, err
+			}
+			if d {
+				n++
+			}
+		}
+		if v == 0 {
+			return n, nil
+		}
+		// Remove the index only if nobody added a session meanwhile.
+		d, err := m.cfg.Backend.CompareAndDelete(ctx, m.indexKey(userID), v)
+		if err != nil || d {
+			return n, err
+		}
+	}
+}
+
+// List returns userID's live sessions, oldest first, and prunes the index
+// of dead ones.
+func (m *Manager) List(ctx context.Context, userID string) ([]Info, error) {
+	idx, _, err := m.readIndex(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	var dead []string
+	for _, e := range idx {
+		it, ok, err := m.cfg.Backend.Get(ctx, m.key(e.Handle))
+		if err != nil {
+			return nil, err
+		}
+		var r Record
+		if !ok || m.cfg.Codec.Unmarshal(it.Value, &r) != nil || r.UserID != userID {
+			dead = append(dead, e.Handle)
+			continue
+		}
+		out = append(out, Info{Handle: e.Handle, Tenant: r.Tenant, Created: r.Created, LastActive: r.LastActive, Deadline: r.Deadline})
+	}
+	if len(dead) > 0 {
+		if err := m.indexRemove(ctx, userID, dead...); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
