@@ -56,7 +56,13 @@ type Config struct {
 
 	// OnRemove, if set, is called after every removal with its cause. It
 	// runs outside every engine lock, on the goroutine that caused the
-	// removal (or the expiry goroutine). It may call the engine.
+	// removal (or the expiry goroutine). It may call the engine. A listener
+	// that panics leaves the engine consistent: on a caller's goroutine the
+	// panic reaches the caller after its operation completed; in the expiry
+	// goroutine it is recovered and counted in Stats.ListenerPanics. A
+	// listener that blocks stalls only the goroutine it runs on (a blocked
+	// expiry goroutine delays active expiry; lazy expiry still hides due
+	// keys).
 	OnRemove func(Removal)
 }
 

@@ -164,6 +164,9 @@ type Stats struct {
 	MaxBytes     int64
 	ArenaBytes   int64 // bytes held by the shards' key/value arenas
 	Shards       int
+	// ListenerPanics counts OnRemove panics recovered in the expiry
+	// goroutine (a panic on a caller's goroutine reaches the caller).
+	ListenerPanics uint64
 }
 
 // Engine is the key-value engine. Create it with New; its zero value is not
@@ -177,6 +180,9 @@ type Engine struct {
 	maxKey   int
 	onRemove func(Removal)
 	closed   atomic.Bool
+
+	listenerPanics atomic.Uint64 // recovered in the expiry goroutine
+	inBackground   atomic.Bool   // the expiry goroutine is running a cycle
 
 	cycleMu sync.Mutex // guards cycle
 	cycle   *expiry.Cycle
@@ -262,7 +268,11 @@ func (r reclaimer) ReclaimDue(now int64, max int) (int, bool) {
 	var ev []Removal
 	evp := r.e.events(&ev)
 	n, more := r.s.reclaimDue(now, max, evp)
-	r.e.deliver(ev)
+	if r.e.inBackground.Load() {
+		r.e.deliverRecovering(ev)
+	} else {
+		r.e.deliver(ev)
+	}
 	return n, more
 }
 
@@ -277,7 +287,9 @@ func (e *Engine) expireLoop(every time.Duration) {
 		case <-t.C:
 		}
 		for {
+			e.inBackground.Store(true)
 			_, more := e.RunExpiryCycle()
+			e.inBackground.Store(false)
 			if !more {
 				break
 			}
@@ -340,10 +352,30 @@ func (e *Engine) events(buf *[]Removal) *[]Removal {
 	return buf
 }
 
-// deliver calls the listener outside every lock.
+// deliver calls the listener outside every lock, on the calling
+// goroutine. The operation has completed and the engine is consistent
+// before the listener runs, so a listener that panics cannot corrupt it: the
+// panic propagates to the caller and the removals after it in the same
+// operation are not reported.
 func (e *Engine) deliver(ev []Removal) {
 	for i := range ev {
 		e.onRemove(ev[i])
+	}
+}
+
+// deliverRecovering is deliver for the expiry goroutine: a listener panic
+// is recovered and counted (Stats.ListenerPanics) instead of crashing the
+// process, and the remaining removals are still reported.
+func (e *Engine) deliverRecovering(ev []Removal) {
+	for i := range ev {
+		func() {
+			defer func() {
+				if recover() != nil {
+					e.listenerPanics.Add(1)
+				}
+			}()
+			e.onRemove(ev[i])
+		}()
 	}
 }
 
@@ -1039,7 +1071,7 @@ func (e *Engine) Len() int {
 // due entries).
 func (e *Engine) Stats() Stats {
 	now := e.now()
-	st := Stats{Shards: len(e.shards)}
+	st := Stats{Shards: len(e.shards), ListenerPanics: e.listenerPanics.Load()}
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.mu.RLock()
