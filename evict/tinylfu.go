@@ -321,7 +321,10 @@ func (p *WTinyLFU) Add(h Handle, e Entry) {
 		p.est = max(p.est, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
 	}
 	p.est = max(p.est, p.count)
-	p.sk.ensure(p.est)
+	if p.total >= p.maximum/2 || len(p.sk.table) > 0 {
+		// Like Caffeine, start counting when the cache is half full.
+		p.sk.ensure(p.est)
+	}
 	if i := e.Hash & 63; p.recOK[i] && p.recent[i] == e.Hash {
 		p.recOK[i] = false // the Miss that preceded this Add counted it
 	} else {
@@ -397,13 +400,16 @@ func (p *WTinyLFU) Victim(now int64) (Handle, bool) {
 	if victim == none {
 		return Handle(w), true
 	}
-	if w == none || p.q[segWindow].bytes < p.windowMax {
+	if w == none {
 		return Handle(victim), true
 	}
-	// The window is full: its LRU entry would be pushed out by the coming
-	// write, so it duels with the main region's victim.
+	// The window's LRU entry duels with the main region's victim. If the
+	// window is full, the coming write would push it out of the window, so
+	// a winner moves to probation; otherwise it stays in the window.
 	if p.admit(p.hash[w], p.hash[victim]) {
-		p.move(Handle(w), segProbation)
+		if p.q[segWindow].bytes >= p.windowMax {
+			p.move(Handle(w), segProbation)
+		}
 		return Handle(victim), true
 	}
 	return Handle(w), true

@@ -21,7 +21,16 @@ type Cache interface {
 type Contender struct {
 	Name string
 	Tide bool // one of tide's policies
+	Runs int  // runs to average (for nondeterministic peers); 0 means 1
 	New  func(capacity int) Cache
+}
+
+// Averaged returns c run n times per cell, the result being the mean.
+func Averaged(c Contender, n int) Contender {
+	if c.Runs > 0 || n > 1 {
+		c.Runs = max(n, 1)
+	}
+	return c
 }
 
 // HitRatio runs keys through c and returns hits / accesses in percent.
@@ -60,6 +69,7 @@ func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
 	}
 	type job struct{ i, j int }
 	jobs := make(chan job)
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -67,15 +77,20 @@ func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
 			defer wg.Done()
 			for jb := range jobs {
 				c := cs[jb.j].New(caps[jb.i])
-				out[jb.i][jb.j] = HitRatio(keys, c)
+				r := HitRatio(keys, c)
 				c.Close()
+				mu.Lock()
+				out[jb.i][jb.j] += r / float64(max(cs[jb.j].Runs, 1))
+				mu.Unlock()
 			}
 		}()
 	}
-	// Heaviest first: large capacities and peers with goroutines.
+	// Largest capacities first, so the longest jobs do not finish last.
 	for i := len(caps) - 1; i >= 0; i-- {
 		for j := range cs {
-			jobs <- job{i, j}
+			for range max(cs[j].Runs, 1) {
+				jobs <- job{i, j}
+			}
 		}
 	}
 	close(jobs)

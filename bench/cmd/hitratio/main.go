@@ -1,0 +1,156 @@
+// Command hitratio regenerates tide's hit-ratio table (bench/HITRATIO.md)
+// and charts (bench/charts/hitratio-<trace>.svg): every tide eviction policy
+// and the peer caches on the same traces and capacities, plus the check of
+// the exact LRU against the published reference numbers.
+//
+// Run from bench/:
+//
+//	go run ./cmd/hitratio                  # full table, writes the files
+//	go run ./cmd/hitratio -quick           # a few seconds, prints to stdout
+//	go run ./cmd/hitratio -traces oltp,loop -peers=false
+//
+// Traces are read from $TIDE_TRACES or ../shared/traces relative to the
+// repository root (override with -dir).
+package main
+
+import (
+	"flag"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/tidekv/tide/bench/sim"
+)
+
+func main() {
+	var (
+		traces  = flag.String("traces", "", "comma-separated trace names (default: all): "+names())
+		quick   = flag.Bool("quick", false, "small capacities of the small traces only; print to stdout")
+		peers   = flag.Bool("peers", true, "include the peer caches")
+		runs    = flag.Int("runs", 3, "runs to average for otter, whose result varies between runs (random hash seed)")
+		slow    = flag.Int("slow-runs", 1, "runs to average for theine and ristretto (random seeds too, but slow: Wait after every Set)")
+		workers = flag.Int("workers", 0, "parallel simulations (0 = 2×GOMAXPROCS: theine and ristretto spend time blocked in Wait)")
+		dir     = flag.String("dir", "", "trace directory (default $"+sim.EnvTraces+" or <repo>/../shared/traces)")
+		out     = flag.String("out", "", "markdown output (default <repo>/bench/HITRATIO.md; \"-\" = stdout; -quick defaults to stdout)")
+		charts  = flag.String("charts", "", "chart directory (default <repo>/bench/charts; \"none\" to skip; -quick defaults to none)")
+	)
+	flag.Parse()
+	log.SetFlags(0)
+	if *workers <= 0 {
+		*workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if *dir != "" {
+		os.Setenv(sim.EnvTraces, *dir)
+	}
+	root, rootErr := sim.RepoRoot()
+	if *out == "" {
+		if *quick || rootErr != nil {
+			*out = "-"
+		} else {
+			*out = filepath.Join(root, "bench", "HITRATIO.md")
+		}
+	}
+	if *charts == "" {
+		if *quick || rootErr != nil {
+			*charts = "none"
+		} else {
+			*charts = filepath.Join(root, "bench", "charts")
+		}
+	}
+
+	var selected []*sim.Trace
+	for _, t := range sim.Traces {
+		if *traces != "" && !contains(strings.Split(*traces, ","), t.Name) {
+			continue
+		}
+		if *quick {
+			if t.Quick == nil {
+				continue
+			}
+			c := *t
+			c.Caps = t.Quick
+			selected = append(selected, &c)
+			continue
+		}
+		selected = append(selected, t)
+	}
+	if len(selected) == 0 {
+		log.Fatalf("hitratio: no trace selected (have %s)", names())
+	}
+
+	cs := append(sim.TideContenders(), sim.LRUContender)
+	if *peers {
+		for _, p := range sim.Peers() {
+			switch p.Name {
+			case "otter":
+				p = sim.Averaged(p, *runs)
+			case "theine", "ristretto":
+				p = sim.Averaged(p, *slow)
+			}
+			cs = append(cs, p)
+		}
+	}
+
+	start := time.Now()
+	var tables []*sim.Table
+	for _, t := range selected {
+		t0 := time.Now()
+		keys, err := t.Keys()
+		if err != nil {
+			log.Fatalf("hitratio: %s: %v (set -dir or $%s)", t.Name, err, sim.EnvTraces)
+		}
+		tab := &sim.Table{Trace: t, Accesses: len(keys), Contenders: cs}
+		tab.Ratios = sim.Run(keys, t.Caps, cs, *workers)
+		tables = append(tables, tab)
+		log.Printf("%-10s %9d accesses  %6.1fs", t.Name, len(keys), time.Since(t0).Seconds())
+	}
+	var ref []sim.RefRow
+	if !*quick {
+		ref = sim.ReferenceCheck(*workers)
+	}
+
+	var w io.Writer = os.Stdout
+	if *out != "-" {
+		f, err := os.Create(*out)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		w = f
+	}
+	cmd := "go run ./cmd/hitratio " + strings.Join(os.Args[1:], " ")
+	sim.WriteMarkdown(w, tables, ref, strings.TrimSpace(cmd), time.Since(start))
+	if *charts != "none" {
+		if err := os.MkdirAll(*charts, 0o755); err != nil {
+			log.Fatal(err)
+		}
+		for _, tab := range tables {
+			p := filepath.Join(*charts, "hitratio-"+tab.Trace.Name+".svg")
+			if err := os.WriteFile(p, []byte(sim.SVG(tab)), 0o644); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	log.Printf("total %.1fs", time.Since(start).Seconds())
+}
+
+func names() string {
+	var n []string
+	for _, t := range sim.Traces {
+		n = append(n, t.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if strings.TrimSpace(x) == s {
+			return true
+		}
+	}
+	return false
+}
