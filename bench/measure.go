@@ -106,13 +106,17 @@ type ExpiryResult struct {
 // peers get 1.5 s for all), never reads them, and samples the heap and the
 // expired-but-resident count every interval until the heap is back near
 // the baseline or until tail after the last deadline.
-func MeasureExpiry(p Peer, n int, interval, tail time.Duration) ExpiryResult {
+//
+// scale multiplies every TTL (1 for the real workload; the CI smoke uses
+// less).
+func MeasureExpiry(p Peer, n int, interval, tail time.Duration, scale float64) ExpiryResult {
 	deadlines := make([]int64, n)
 	sorted := make([]int64, n)
 	samples := make([]ExpirySample, 0, 256)
 	base := HeapAlloc()
 	r := ExpiryResult{Peer: p.Name, Entries: n, TTL: "uniform 1-2 s per entry", HeapBackAfter: -1, ClearAfter: -1}
-	o := Options{Entries: n, KeyLen: KeyLen, ValueLen: ValueLen, GlobalTTL: 1500 * time.Millisecond}
+	sec := time.Duration(float64(time.Second) * scale)
+	o := Options{Entries: n, KeyLen: KeyLen, ValueLen: ValueLen, GlobalTTL: sec * 3 / 2}
 	switch p.Caps.TTL {
 	case GlobalTTL:
 		r.TTL = "1.5 s for all (global TTL only)"
@@ -123,7 +127,7 @@ func MeasureExpiry(p Peer, n int, interval, tail time.Duration) ExpiryResult {
 	rng := rand.New(rand.NewSource(Seed + 2))
 	tmpl := Value(2)
 	for i := 0; i < n; i++ {
-		ttl := time.Second + time.Duration(rng.Int63n(int64(time.Second)))
+		ttl := sec + time.Duration(rng.Int63n(int64(sec)))
 		if p.Caps.TTL == GlobalTTL {
 			ttl = o.GlobalTTL
 		}
@@ -145,7 +149,7 @@ func MeasureExpiry(p Peer, n int, interval, tail time.Duration) ExpiryResult {
 	r.Samples = samples
 	last := sorted[len(sorted)-1]
 	if p.Caps.TTL == NoTTL {
-		last = time.Now().Add(2 * time.Second).UnixNano()
+		last = time.Now().Add(2 * sec).UnixNano()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -195,8 +199,17 @@ type Expirer func(c Cache) (method string, ok bool)
 // MeasureExpireCost times the removal of due entries of a fresh cache that
 // also holds resident entries with a 1 h TTL, reps times (a fresh cache
 // each), using the peer's explicit expiry pass.
-func MeasureExpireCost(p Peer, due, resident, reps int) (ExpireCostResult, error) {
+//
+// settle is how long to wait after the due keys' TTL (otter's timer wheel
+// processes its finest, ~1.07 s bucket only once all of it is due).
+func MeasureExpireCost(p Peer, due, resident, reps int, settle time.Duration) (ExpireCostResult, error) {
 	r := ExpireCostResult{Peer: p.Name, Due: due, Resident: resident}
+	probe := newForExpireCost(p, 16)
+	_, ok := ExpireNow(probe)
+	probe.Close()
+	if !ok {
+		return r, fmt.Errorf("%s has no explicit expiry pass", p.Name)
+	}
 	tmpl := Value(3)
 	for rep := 0; rep < reps; rep++ {
 		c := newForExpireCost(p, due+resident)
@@ -215,9 +228,7 @@ func MeasureExpireCost(p Peer, due, resident, reps int) (ExpireCostResult, error
 		if time.Since(start) > ttl {
 			return r, fmt.Errorf("%s: inserting %d due keys took %v, longer than their TTL", p.Name, due, time.Since(start))
 		}
-		time.Sleep(time.Until(start.Add(ttl + time.Duration(due)*time.Microsecond + 1500*time.Millisecond)))
-		// (1.5 s: otter's timer wheel processes its finest bucket, about
-		// 1.07 s wide, only once the whole bucket is due.)
+		time.Sleep(time.Until(start.Add(ttl + time.Duration(due)*time.Microsecond + settle)))
 		runtime.GC()
 		before := c.Len()
 		if before >= 0 && before != due+resident {

@@ -42,6 +42,8 @@ func main() {
 	due := flag.Int("due", 10_000, "due keys (-cost)")
 	resident := flag.Int("resident", 1_000_000, "not-yet-due keys (-cost)")
 	reps := flag.Int("reps", 5, "repetitions (-cost)")
+	settle := flag.Duration("settle", 1500*time.Millisecond, "wait this long after the due keys' TTL before the pass (-cost)")
+	scale := flag.Float64("scale", 1, "multiply the 1-2 s TTLs by this (reclamation; the CI smoke uses 0.1)")
 	out := flag.String("out", "", "write the collected results (JSON) here")
 	flag.Parse()
 
@@ -49,10 +51,10 @@ func main() {
 		var v any
 		if *cost {
 			cp := costPair{Peer: p.Name}
-			a, err := bench.MeasureExpireCost(p, *due, 0, *reps)
+			a, err := bench.MeasureExpireCost(p, *due, 0, *reps, *settle)
 			if err == nil {
 				var l bench.ExpireCostResult
-				l, err = bench.MeasureExpireCost(p, *due, *resident, *reps)
+				l, err = bench.MeasureExpireCost(p, *due, *resident, *reps, *settle)
 				cp.Alone, cp.Loaded, cp.Method = a, l, a.Method
 				if a.MedianMs > 0 {
 					cp.Ratio = l.MedianMs / a.MedianMs
@@ -63,7 +65,7 @@ func main() {
 			}
 			v = cp
 		} else {
-			v = bench.MeasureExpiry(p, *n, *interval, *tail)
+			v = bench.MeasureExpiry(p, *n, *interval, *tail, *scale)
 		}
 		b, _ := json.Marshal(v)
 		fmt.Println(string(b))
@@ -75,7 +77,7 @@ func main() {
 		os.Exit(2)
 	}
 	args := []string{"-n", fmt.Sprint(*n), "-interval", interval.String(), "-tail", tail.String(),
-		"-due", fmt.Sprint(*due), "-resident", fmt.Sprint(*resident), "-reps", fmt.Sprint(*reps)}
+		"-due", fmt.Sprint(*due), "-resident", fmt.Sprint(*resident), "-reps", fmt.Sprint(*reps), "-scale", fmt.Sprint(*scale), "-settle", settle.String()}
 	if *cost {
 		args = append(args, "-cost")
 	}
