@@ -1,0 +1,492 @@
+package engine_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/engine"
+	"github.com/tidekv/tide/evict"
+)
+
+// Goroutine and resource hygiene: Close ends every goroutine the engine
+// started, operations after Close fail cleanly, and listeners that panic,
+// block or call back into the engine do not corrupt it.
+
+// engineGoroutines counts the goroutines that package engine started (the
+// active expiry loop is the only kind), whether running or not yet
+// started.
+func engineGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "created by github.com/tidekv/tide/engine.") {
+			count++
+		}
+	}
+	return count
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// TestCloseEndsGoroutines creates engines with every kind of expiry
+// setting, works them, closes them, and checks that every goroutine they
+// started has ended: the expiry loops (found by stack) and the process's
+// goroutine count, which returns to where it was.
+func TestCloseEndsGoroutines(t *testing.T) {
+	baseLoops := engineGoroutines()
+	baseAll := runtime.NumGoroutine()
+	var engines []*engine.Engine
+	intervals := []time.Duration{0, time.Nanosecond, time.Millisecond, time.Hour, -1}
+	for i := 0; i < 20; i++ {
+		iv := intervals[i%len(intervals)]
+		e, err := engine.New(engine.Config{Shards: 1 << (i % 5), ExpiryInterval: iv, MaxBytes: 1 << 20, Policy: evict.AllKeysLFU,
+			OnRemove: func(engine.Removal) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 200; j++ {
+			e.SetTTL(fmt.Sprint(j), []byte("v"), time.Duration(1+j%3)*time.Millisecond)
+		}
+		engines = append(engines, e)
+	}
+	wantLoops := baseLoops + 16 // the four intervals ≥ 0 start a loop each; -1 does not
+	if n := engineGoroutines(); n != wantLoops {
+		t.Fatalf("%d expiry loops running, want %d", n, wantLoops)
+	}
+	time.Sleep(5 * time.Millisecond) // let the loops expire something
+	for i, e := range engines {
+		if i%2 == 0 {
+			// Close concurrently from several goroutines: idempotent.
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				go func() { defer wg.Done(); e.Close() }()
+			}
+			wg.Wait()
+		} else if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+	}
+	if n := engineGoroutines(); n != baseLoops {
+		t.Fatalf("%d expiry loops still running after Close, want %d", n, baseLoops)
+	}
+	if !waitFor(func() bool { return runtime.NumGoroutine() <= baseAll }) {
+		t.Fatalf("%d goroutines after Close, %d before", runtime.NumGoroutine(), baseAll)
+	}
+}
+
+// TestOpsAfterClose: every write returns ErrClosed, every read misses,
+// every delete or metadata change reports false, iteration is empty, and
+// the invariants still hold.
+func TestOpsAfterClose(t *testing.T) {
+	clk := clock.NewManual(badStart)
+	e, err := engine.New(engine.Config{Shards: 4, Clock: clk, ExpiryInterval: time.Millisecond, MaxBytes: 1 << 20, Policy: evict.AllKeysLRU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Set("k", []byte("1"))
+	e.SetTTL("t", []byte("v"), time.Hour)
+	it, _ := e.GetItem("k")
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closedErr := map[string]error{}
+	closedErr["Set"] = func() error { _, err := e.Set("k", []byte("v")); return err }()
+	closedErr["SetTTL"] = func() error { _, err := e.SetTTL("k", []byte("v"), time.Second); return err }()
+	closedErr["SetWith"] = func() error { _, _, err := e.SetWith("n", nil, engine.SetOptions{Only: engine.IfAbsent}); return err }()
+	closedErr["CompareAndSwap"] = func() error { _, _, err := e.CompareAndSwap("k", it.Version, []byte("v")); return err }()
+	closedErr["Incr"] = func() error { _, err := e.Incr("k"); return err }()
+	closedErr["Decr"] = func() error { _, err := e.Decr("k"); return err }()
+	closedErr["IncrBy"] = func() error { _, err := e.IncrBy("k", 5); return err }()
+	closedErr["DecrBy"] = func() error { _, err := e.DecrBy("k", 5); return err }()
+	closedErr["IncrWith"] = func() error {
+		_, err := e.IncrWith("c", 1, engine.IncrOptions{TTL: time.Second, Pin: true})
+		return err
+	}()
+	closedErr["Commit"] = func() error { _, _, err := e.Commit(nil, []engine.Op{{Key: "k", Value: []byte("v")}}); return err }()
+	closedErr["Commit delete"] = func() error { _, _, err := e.Commit(nil, []engine.Op{{Key: "k", Delete: true}}); return err }()
+	closedErr["Expire"] = func() error { _, err := e.Expire("t", time.Second, engine.ExpireAlways); return err }()
+	closedErr["Expire 0"] = func() error { _, err := e.Expire("t", 0, engine.ExpireAlways); return err }()
+	closedErr["ExpireAt"] = func() error { _, err := e.ExpireAt("t", badStart.Add(time.Minute), engine.ExpireAlways); return err }()
+	closedErr["GetAndExpire"] = func() error { _, _, err := e.GetAndExpire("t", time.Second); return err }()
+	for op, err := range closedErr {
+		if !errors.Is(err, engine.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", op, err)
+		}
+	}
+	falses := map[string]bool{
+		"Delete":           e.Delete("k"),
+		"CompareAndDelete": e.CompareAndDelete("k", it.Version),
+		"Persist":          e.Persist("t"),
+		"Pin":              e.Pin("k", true),
+	}
+	_, falses["Get"] = e.Get("k")
+	_, falses["AppendGet"] = e.AppendGet(nil, "k")
+	_, falses["GetItem"] = e.GetItem("k")
+	_, falses["TTL"] = e.TTL("t")
+	_, falses["GetAndDelete"] = e.GetAndDelete("k")
+	for op, got := range falses {
+		if got {
+			t.Errorf("%s after Close reported true/found", op)
+		}
+	}
+	for k := range e.All() {
+		t.Errorf("All after Close yields %q", k)
+	}
+	if n, more := e.RunExpiryCycle(); n != 0 || more {
+		t.Errorf("RunExpiryCycle after Close = %d %v", n, more)
+	}
+	if e.Len() != 0 {
+		t.Errorf("Len after Close = %d", e.Len())
+	}
+	if st := e.Stats(); st.Entries != 0 || st.Bytes != 0 {
+		t.Errorf("Stats after Close: %+v", st)
+	}
+	if err := e.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// raceEnabled reports whether the test binary was built with -race.
+var raceEnabled = func() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}()
+
+// TestCloseDuringOperations closes an engine while writers, readers,
+// counters, transactions and the expiry loop run (run it with -race).
+// Every operation either completes before Close or fails cleanly; nothing
+// panics, deadlocks, or races.
+func TestCloseDuringOperations(t *testing.T) {
+	if raceEnabled && !runKnownBugs() {
+		t.Skip("engine bug F4 (docs/RELIABILITY-findings.md): Commit reads shard 0's closed flag without its lock; TIDE_KNOWN_BUGS=1 runs it")
+	}
+	for round := 0; round < 20; round++ {
+		e, err := engine.New(engine.Config{Shards: 8, ExpiryInterval: 100 * time.Microsecond, MaxBytes: 64 << 10, Policy: evict.AllKeysRandom,
+			OnRemove: func(engine.Removal) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var bad atomic.Value
+		for w := 0; w < 6; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					k := fmt.Sprint("k", (i*7+w)%64)
+					var err error
+					switch (i + w) % 6 {
+					case 0:
+						_, err = e.SetTTL(k, []byte("12"), time.Millisecond)
+					case 1:
+						_, err = e.Incr(k)
+						if errors.Is(err, engine.ErrNotInteger) {
+							err = nil
+						}
+					case 2:
+						_, _, err = e.Commit([]engine.Precondition{{Key: k, Version: 0}}, []engine.Op{{Key: k, Value: []byte("1")}, {Key: k + "x", Delete: true}})
+					case 3:
+						e.Get(k)
+						e.Delete(k)
+					case 4:
+						_, err = e.Expire(k, time.Millisecond, engine.ExpireAlways)
+					case 5:
+						for range e.Items() {
+							break
+						}
+						e.Stats()
+					}
+					if errors.Is(err, engine.ErrClosed) {
+						return
+					}
+					if err != nil && !errors.Is(err, engine.ErrOutOfMemory) {
+						bad.Store(err)
+						return
+					}
+					if i > 1_000_000 {
+						bad.Store(errors.New("no ErrClosed after Close"))
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		e.Close()
+		wg.Wait()
+		if err, _ := bad.Load().(error); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Listeners. OnRemove runs outside every engine lock, on the goroutine
+// that caused the removal. What happens when it misbehaves:
+//
+//   - It panics: the panic propagates to the caller of the operation that
+//     caused the removal (or out of RunExpiryCycle). The operation itself
+//     is complete and the engine is consistent and usable; removals of the
+//     same operation after the panicking one are not reported. A panic in
+//     the background expiry goroutine is an unrecovered panic in a
+//     goroutine: it ends the program, like any such panic.
+//   - It blocks: only the goroutine that runs it waits. Other operations,
+//     on any key and shard, proceed. Close waits for the background expiry
+//     goroutine, so a listener blocked in active expiry delays Close until
+//     it returns.
+//   - It calls the engine: allowed (reads, writes, deletes), because no
+//     lock is held.
+
+// TestListenerPanics: a panicking listener leaves the engine consistent
+// and usable.
+func TestListenerPanics(t *testing.T) {
+	clk := clock.NewManual(badStart)
+	var seen atomic.Int64
+	e := newClockEngine(t, clk, func(c *engine.Config) {
+		c.Shards = 1
+		c.MaxBytes = 1000
+		c.Policy = evict.AllKeysLRU
+		c.OnRemove = func(r engine.Removal) {
+			seen.Add(1)
+			if strings.HasPrefix(r.Key, "boom") {
+				panic("listener panic on " + r.Key)
+			}
+		}
+	})
+	mustPanic := func(name string, f func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Fatalf("%s: the listener's panic did not propagate", name)
+			}
+		}()
+		f()
+	}
+	e.Set("boom1", []byte("v"))
+	mustPanic("Delete", func() { e.Delete("boom1") })
+	if _, ok := e.Get("boom1"); ok {
+		t.Fatal("Delete did not happen")
+	}
+	e.Set("boom2", []byte("v"))
+	mustPanic("Set (Replaced)", func() { e.Set("boom2", []byte("w")) })
+	if v, _ := e.Get("boom2"); string(v) != "w" {
+		t.Fatalf("Set did not happen: %q", v)
+	}
+	e.SetTTL("boom3", []byte("v"), time.Second)
+	e.SetTTL("ok", []byte("v"), time.Second)
+	clk.Advance(time.Hour)
+	mustPanic("RunExpiryCycle", func() { e.RunExpiryCycle() })
+	e.RunExpiryCycle() // the cycle is usable again and finishes the job
+	if st := e.Stats(); st.Entries != 1 || st.Due != 0 {
+		t.Fatalf("after the cycles: %+v", st)
+	}
+	// Eviction: fill with boom keys, the write that evicts one panics but
+	// is done.
+	for i := 0; i < 6; i++ {
+		func() {
+			defer func() { recover() }()
+			e.Set(fmt.Sprint("boom-fill", i), make([]byte, 100))
+		}()
+	}
+	mustCheck(t, e)
+	for k := range e.All() { // remove the panicking keys (each Delete panics)
+		func() {
+			defer func() { recover() }()
+			e.Delete(k)
+		}()
+	}
+	if e.Len() != 0 {
+		t.Fatalf("Len = %d after deleting everything", e.Len())
+	}
+	// Everything still works, locks are free.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Set("after", []byte("1"))
+		e.Incr("after")
+		e.Commit(nil, []engine.Op{{Key: "after2", Value: []byte("x")}})
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("engine deadlocked after a listener panic")
+	}
+	if v, _ := e.Get("after"); string(v) != "2" {
+		t.Fatalf("after = %q", v)
+	}
+	mustCheck(t, e)
+}
+
+// TestListenerBlocks: a listener blocked on one removal does not stop
+// other operations, on the same shard or others; Close waits for a
+// listener blocked in the background expiry goroutine, and returns once it
+// is released.
+func TestListenerBlocks(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan string, 16)
+	e, err := engine.New(engine.Config{Shards: 1, ExpiryInterval: time.Millisecond, OnRemove: func(r engine.Removal) {
+		if strings.HasPrefix(r.Key, "block") {
+			entered <- r.Key
+			<-release
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Set("block-delete", []byte("v"))
+	go e.Delete("block-delete")
+	<-entered
+	// The deleting goroutine is stuck in the listener. Same shard:
+	ops := make(chan struct{})
+	go func() {
+		defer close(ops)
+		for i := 0; i < 100; i++ {
+			e.Set(fmt.Sprint("k", i), []byte("v"))
+			e.Get(fmt.Sprint("k", i))
+			e.Delete(fmt.Sprint("k", i))
+			e.Incr("n")
+		}
+		e.Set("block-delete", []byte("again"))
+		e.Commit(nil, []engine.Op{{Key: "x", Value: []byte("1")}})
+		e.Stats()
+		e.Check()
+	}()
+	select {
+	case <-ops:
+	case <-time.After(5 * time.Second):
+		t.Fatal("operations blocked behind a blocked listener")
+	}
+	// Now block the expiry goroutine.
+	e.SetTTL("block-expiry", []byte("v"), time.Millisecond)
+	if k := <-entered; k != "block-expiry" {
+		t.Fatalf("unexpected removal %q", k)
+	}
+	closed := make(chan struct{})
+	go func() { e.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while the expiry goroutine is still in a listener")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release) // lets the delete and the expiry listener return
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return after the listener was released")
+	}
+	if err := e.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestListenerCallsEngine: a listener may read, write and delete, from an
+// operation's goroutine and from the expiry goroutine, without deadlock.
+func TestListenerCallsEngine(t *testing.T) {
+	var e *engine.Engine
+	var calls atomic.Int64
+	e, err := engine.New(engine.Config{Shards: 2, ExpiryInterval: time.Millisecond, MaxBytes: 2 << 10, Policy: evict.AllKeysLRU,
+		OnRemove: func(r engine.Removal) {
+			calls.Add(1)
+			if strings.HasPrefix(r.Key, "audit") {
+				return
+			}
+			e.Get(r.Key)
+			e.Incr("audit:" + r.Cause.String())
+			e.Delete("audit:nothing")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			k := fmt.Sprint("k", i%20)
+			e.SetTTL(k, make([]byte, 50), time.Duration(1+i%3)*time.Millisecond)
+			if i%7 == 0 {
+				e.Delete(k)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("deadlock with a listener that calls the engine")
+	}
+	if calls.Load() == 0 {
+		t.Fatal("listener never called")
+	}
+	if err := e.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestListenerCallsClose is finding F5: a listener that calls Close while
+// running on the background expiry goroutine must not deadlock (Close waits
+// for that very goroutine).
+func TestListenerCallsClose(t *testing.T) {
+	if !runKnownBugs() {
+		t.Skip("engine bug F5 (docs/RELIABILITY-findings.md); TIDE_KNOWN_BUGS=1 runs it")
+	}
+	var e *engine.Engine
+	done := make(chan struct{})
+	var once sync.Once
+	e, err := engine.New(engine.Config{ExpiryInterval: time.Millisecond, OnRemove: func(engine.Removal) {
+		e.Close()
+		once.Do(func() { close(done) })
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetTTL("k", []byte("v"), time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close called by a listener on the expiry goroutine deadlocks")
+	}
+	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
+		t.Fatal("expiry goroutine still running after Close")
+	}
+}
