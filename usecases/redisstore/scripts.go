@@ -50,7 +50,14 @@ local function nextver(c, now)
 end
 `
 
-func script(body string) *redis.Script { return redis.NewScript(prelude + body) }
+// scriptSource maps each script to its source, for EVAL after NOSCRIPT.
+var scriptSource = map[*redis.Script]string{}
+
+func script(body string) *redis.Script {
+	s := redis.NewScript(prelude + body)
+	scriptSource[s] = prelude + body
+	return s
+}
 
 // getScript: KEYS key. → nil | {value, version, pttl_ms}
 var getScript = script(`
@@ -344,9 +351,4 @@ redis.call('HSET', k, 'v', ARGV[2], 'ver', ver)
 redis.call('DEL', a)
 redis.call('HSET', a, 'v', table.concat(out), 'ver', nextver(KEYS[3], now))
 return {1, ver}
-`)
-
-// nowScript: → {seconds, microseconds}
-var nowScript = redis.NewScript(`#!lua flags=no-writes
-return redis.call('TIME')
 `)

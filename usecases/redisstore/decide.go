@@ -1,0 +1,196 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/tidekv/tide/usecases/store"
+)
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func (b *Backend) decisionKey(key string) error {
+	return b.checkKey(key)
+}
+
+func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
+	if d.Capacity < 1 || d.Interval <= 0 || d.Cost < 0 || d.Cost > d.Capacity || d.Capacity > math.MaxInt64/int64(d.Interval) ||
+		d.Capacity > maxLuaInt/ceilDiv(d.Interval, time.Microsecond) {
+		return fmt.Errorf("%w: token bucket capacity %d, interval %v, cost %d", store.ErrInvalidArgument, d.Capacity, d.Interval, d.Cost)
+	}
+	if err := b.decisionKey(d.Key); err != nil {
+		return err
+	}
+	k := b.key(d.Key)
+	v, err := b.run(ctx, tokenBucketScript, []string{k, b.counter(k)}, i64(d.Capacity), usArg(d.Interval), i64(d.Cost))
+	if err != nil {
+		return err
+	}
+	r, err := asSlice(v, 4)
+	if err != nil {
+		return err
+	}
+	d.Allowed, d.Remaining, d.RetryAfter, d.Reset = asInt(r[0]) == 1, asInt(r[1]), us(r[2]), us(r[3])
+	return nil
+}
+
+func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
+	if d.Limit < 1 || d.Window <= 0 || d.Cost < 0 || d.Limit > maxLuaInt {
+		return fmt.Errorf("%w: fixed window limit %d, window %v, cost %d", store.ErrInvalidArgument, d.Limit, d.Window, d.Cost)
+	}
+	if err := b.decisionKey(d.Key); err != nil {
+		return err
+	}
+	cost := min(d.Cost, maxLuaInt+1) // above Limit is denied either way
+	k := b.key(d.Key)
+	v, err := b.run(ctx, fixedWindowScript, []string{k, b.counter(k)}, i64(d.Limit), msArg(d.Window), i64(cost))
+	if err != nil {
+		return err
+	}
+	r, err := asSlice(v, 4)
+	if err != nil {
+		return err
+	}
+	d.Allowed, d.Remaining, d.RetryAfter, d.Reset = asInt(r[0]) == 1, asInt(r[1]), us(r[2]), us(r[3])
+	return nil
+}
+
+func (b *Backend) slidingWindow(ctx context.Context, d *store.SlidingWindow) error {
+	if d.Limit < 1 || d.Limit > store.MaxSlidingLimit || d.Window <= 0 || d.Cost < 0 || d.Cost > d.Limit {
+		return fmt.Errorf("%w: sliding window limit %d, window %v, cost %d", store.ErrInvalidArgument, d.Limit, d.Window, d.Cost)
+	}
+	if err := b.decisionKey(d.Key); err != nil {
+		return err
+	}
+	k := b.key(d.Key)
+	v, err := b.run(ctx, slidingWindowScript, []string{k, b.counter(k)}, i64(d.Limit), usArg(d.Window), i64(d.Cost), msArg(d.Window))
+	if err != nil {
+		return err
+	}
+	r, err := asSlice(v, 4)
+	if err != nil {
+		return err
+	}
+	d.Allowed, d.Remaining, d.RetryAfter, d.Reset = asInt(r[0]) == 1, asInt(r[1]), us(r[2]), us(r[3])
+	return nil
+}
+
+var idemOps = [...]string{store.IdemClaim: "claim", store.IdemComplete: "complete", store.IdemRelease: "release", store.IdemInspect: "inspect"}
+
+func (b *Backend) idempotency(ctx context.Context, d *store.Idempotency) error {
+	switch d.Op {
+	case store.IdemClaim:
+		if d.Owner == "" || d.Lease <= 0 || d.Retention < d.Lease {
+			return fmt.Errorf("%w: idempotency claim needs an owner, lease > 0 and retention ≥ lease (owner %q, lease %v, retention %v)",
+				store.ErrInvalidArgument, d.Owner, d.Lease, d.Retention)
+		}
+	case store.IdemComplete, store.IdemRelease:
+		if d.Owner == "" {
+			return fmt.Errorf("%w: idempotency op %d needs an owner", store.ErrInvalidArgument, d.Op)
+		}
+	case store.IdemInspect:
+	default:
+		return fmt.Errorf("%w: idempotency op %d", store.ErrInvalidArgument, d.Op)
+	}
+	if err := b.decisionKey(d.Key); err != nil {
+		return err
+	}
+	d.Outcome, d.StoredResult, d.Holder, d.PrevOwner, d.LeaseLeft, d.TTL = store.IdemAbsent, nil, "", "", 0, 0
+	k := b.key(d.Key)
+	v, err := b.run(ctx, idempotencyScript, []string{k, b.counter(k)},
+		idemOps[d.Op], d.Fingerprint, d.Owner, usArg(d.Lease), msArg(d.Retention), d.Result)
+	if err != nil {
+		return err
+	}
+	r, err := asSlice(v, 6)
+	if err != nil {
+		return err
+	}
+	d.Outcome = store.IdemOutcome(asInt(r[0]))
+	if d.Outcome == store.IdemCompleted {
+		d.StoredResult = []byte(asString(r[1]))
+	}
+	d.Holder, d.PrevOwner, d.LeaseLeft, d.TTL = asString(r[2]), asString(r[3]), us(r[4]), us(r[5])
+	return nil
+}
+
+var leaseOps = [...]string{store.LeaseAcquire: "acquire", store.LeaseRenew: "renew", store.LeaseRelease: "release", store.LeaseInspect: "inspect"}
+
+func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
+	switch {
+	case d.Key == "" && d.Op != store.LeaseInspect, d.Op > store.LeaseInspect:
+		return fmt.Errorf("%w: lease op %d on key %q", store.ErrInvalidArgument, d.Op, d.Key)
+	case d.Key == d.FenceKey:
+		return fmt.Errorf("%w: lease key and fence key are both %q", store.ErrInvalidArgument, d.Key)
+	case d.Op == store.LeaseAcquire && (d.Holder == "" || d.TTL <= 0),
+		d.Op == store.LeaseRenew && d.TTL <= 0,
+		d.MinToken >= maxLuaInt:
+		return fmt.Errorf("%w: lease op %d with holder %q, ttl %v, min token %d", store.ErrInvalidArgument, d.Op, d.Holder, d.TTL, d.MinToken)
+	}
+	if err := b.decisionKey(d.Key); err != nil {
+		return err
+	}
+	if err := b.decisionKey(d.FenceKey); err != nil {
+		return err
+	}
+	k, f := b.key(d.Key), b.key(d.FenceKey)
+	if err := b.sameSlot(k, f); err != nil {
+		return err
+	}
+	d.OK, d.Current, d.Fence = false, store.LeaseInfo{}, 0
+	v, err := b.run(ctx, leaseScript, []string{k, f, b.counter(k)},
+		leaseOps[d.Op], d.Holder, strconv.FormatUint(d.Token, 10), msArg(d.TTL), strconv.FormatUint(d.MinToken, 10))
+	if err != nil {
+		return err
+	}
+	r, err := asSlice(v, 1)
+	if err != nil {
+		return err
+	}
+	if asInt(r[0]) == -2 {
+		return fmt.Errorf("%w: fencing token", store.ErrOverflow)
+	}
+	if len(r) < 5 {
+		return fmt.Errorf("redisstore: unexpected lease reply %v", r)
+	}
+	d.OK, d.Fence = asInt(r[0]) == 1, asUint(r[4])
+	if h := asString(r[1]); h != "" {
+		d.Current = store.LeaseInfo{Holder: h, Token: asUint(r[2]), TTL: us(r[3])}
+	}
+	return nil
+}
+
+func (b *Backend) flagWrite(ctx context.Context, d *store.FlagWrite) error {
+	if d.Key == d.AuditKey || d.AuditKeep < 0 {
+		return fmt.Errorf("%w: flag write key %q, audit key %q, keep %d", store.ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)
+	}
+	if err := b.decisionKey(d.Key); err != nil {
+		return err
+	}
+	if err := b.decisionKey(d.AuditKey); err != nil {
+		return err
+	}
+	k, a := b.key(d.Key), b.key(d.AuditKey)
+	if err := b.sameSlot(k, a); err != nil {
+		return err
+	}
+	d.OK, d.Version, d.Current = false, 0, 0
+	v, err := b.run(ctx, flagWriteScript, []string{k, a, b.counter(k)},
+		strconv.FormatUint(d.IfVersion, 10), d.Value, d.Audit, strconv.Itoa(d.AuditKeep))
+	if err != nil {
+		return err
+	}
+	r, err := asSlice(v, 2)
+	if err != nil {
+		return err
+	}
+	if asInt(r[0]) == 1 {
+		d.OK, d.Version = true, asUint(r[1])
+	} else {
+		d.Current = asUint(r[1])
+	}
+	return nil
+}

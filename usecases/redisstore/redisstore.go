@@ -1,0 +1,448 @@
+// Package redisstore implements store.Backend, the seam under tide's use-case
+// adapters (sessions, flags, rate limits, idempotency, leases), on a Redis or
+// Valkey server: single node, Sentinel or Cluster, through go-redis's
+// UniversalClient. It is the backend to move to when one service runs as
+// several processes: a rate limit or a lease held in each process's memory
+// is per process, one held in Redis is shared.
+//
+// Switching is one constructor:
+//
+//	b, err := embedded.New(embedded.Config{Engine: e})              // in process
+//	b, err := redisstore.New(redisstore.Config{Client: rdb})        // shared
+//
+// # How it maps
+//
+// Every primitive and every decision is one Lua script, run with EVALSHA in
+// one round trip, reading the time from Redis TIME inside the script (never
+// from the client), so replicas of a service agree on one clock. Every key
+// a primitive writes is a hash {v: value, ver: version}. Versions come from
+// a counter per Cluster slot (key "tide:ver:{tag}", where tag is a short
+// string that hashes to that slot), so a script touches only keys of one
+// slot; the counter has no TTL and is floored at the server clock in
+// microseconds, so a version is never reused for a key, even after a
+// delete, an expiry, a FLUSHALL or a restart without persistence.
+//
+// # Differences from the embedded engine
+//
+//   - TTLs have millisecond precision (PEXPIRE, rounded up) and reported
+//     durations are multiples of a millisecond (TTL) or microsecond
+//     (decisions), where the engine has nanoseconds.
+//   - A key is gone from its deadline's millisecond on (tide's rule); Redis
+//     itself would still serve it during that millisecond.
+//   - Pinning does not exist. Keys the adapters pin (flags, audit logs,
+//     fencing counters, sessions of record) are written without a TTL, and
+//     so are the version counters: run the server with maxmemory-policy
+//     noeviction or a volatile-* policy, never allkeys-*, or Redis may evict
+//     a fencing counter. Check reports a wrong policy.
+//   - The keys of one decision must hash to one Cluster slot: the adapters
+//     wrap the scoping part of a key in braces ("tide:lease:{orders}"). On a
+//     Cluster client, Decide refuses keys of different slots with
+//     store.ErrInvalidArgument before sending anything.
+//   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
+//     bursts (Capacity × Interval, in microseconds) and fixed window limits
+//     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
+//     Incr is exact over the whole int64 range (HINCRBY).
+//   - A transport failure is store.ErrUnavailable (wrapping go-redis's
+//     error): the operation may or may not have happened.
+//
+// Requires Redis 7.0 or later, or Valkey 7.2 or later (script flags).
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tidekv/tide/usecases/store"
+)
+
+// DefaultMaxKeyLen is the default key length limit, the embedded engine's.
+const DefaultMaxKeyLen = 64 << 10
+
+// maxLuaInt bounds the integers the scripts compute with in doubles.
+const maxLuaInt = 1 << 52
+
+// Config configures a Backend.
+type Config struct {
+	// Client is the connection to Redis or Valkey: a *redis.Client, a
+	// failover (Sentinel) client or a *redis.ClusterClient. Required. The
+	// Backend does not close it.
+	Client redis.UniversalClient
+	// Prefix is prepended to every key (a namespace, so that several
+	// applications can share one server). It must not contain '{'.
+	Prefix string
+	// MaxKeyLen bounds the length of a key (without Prefix); longer is
+	// store.ErrKeyTooLarge. 0 means DefaultMaxKeyLen.
+	MaxKeyLen int
+}
+
+// Backend is store.Backend on Redis. It is safe for concurrent use and holds
+// no state of its own: any number of Backends, in any number of processes,
+// on one server behave as one.
+type Backend struct {
+	c       redis.UniversalClient
+	prefix  string
+	maxKey  int
+	cluster bool
+}
+
+var _ store.Backend = (*Backend)(nil)
+
+// New returns a Backend on cfg.Client. It does not contact the server; call
+// Check for that.
+func New(cfg Config) (*Backend, error) {
+	if cfg.Client == nil {
+		return nil, fmt.Errorf("%w: redisstore.Config.Client is nil", store.ErrInvalidArgument)
+	}
+	if strings.Contains(cfg.Prefix, "{") {
+		return nil, fmt.Errorf("%w: redisstore.Config.Prefix %q contains '{' (it would change every key's hash slot)", store.ErrInvalidArgument, cfg.Prefix)
+	}
+	if cfg.MaxKeyLen <= 0 {
+		cfg.MaxKeyLen = DefaultMaxKeyLen
+	}
+	_, cluster := cfg.Client.(*redis.ClusterClient)
+	return &Backend{c: cfg.Client, prefix: cfg.Prefix, maxKey: cfg.MaxKeyLen, cluster: cluster}, nil
+}
+
+// Client returns the client the Backend uses.
+func (b *Backend) Client() redis.UniversalClient { return b.c }
+
+// Check contacts the server and verifies what the Backend relies on: Redis
+// 7 or later (or Valkey), and a maxmemory-policy that never evicts a key
+// without a TTL (noeviction or volatile-*). A server that refuses CONFIG
+// GET (some managed services rename it) passes the policy check: verify
+// it by hand there.
+func (b *Backend) Check(ctx context.Context) error {
+	info, err := b.c.Info(ctx, "server").Result()
+	if err != nil {
+		return b.fail(ctx, err)
+	}
+	major := 0
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			major, _ = strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+		}
+	}
+	if major < 7 {
+		return fmt.Errorf("redisstore: server reports redis_version major %d; Redis 7.0+ or Valkey 7.2+ is required", major)
+	}
+	pol, err := b.c.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		return nil
+	}
+	if p := pol["maxmemory-policy"]; strings.HasPrefix(p, "allkeys-") {
+		return fmt.Errorf("redisstore: maxmemory-policy is %s, which may evict fencing counters, flags and version counters; use noeviction or a volatile-* policy", p)
+	}
+	return nil
+}
+
+func (b *Backend) key(k string) string { return b.prefix + k }
+
+// counter returns the version counter key of the slot of the (prefixed)
+// key k.
+func (b *Backend) counter(k string) string {
+	return b.prefix + "tide:ver:{" + slotTag(slot(k)) + "}"
+}
+
+func (b *Backend) checkKey(k string) error {
+	if len(k) > b.maxKey {
+		return fmt.Errorf("%w: %d bytes, limit %d", store.ErrKeyTooLarge, len(k), b.maxKey)
+	}
+	return nil
+}
+
+// sameSlot checks, on a Cluster, that the keys of one decision share a slot.
+func (b *Backend) sameSlot(keys ...string) error {
+	if !b.cluster {
+		return nil
+	}
+	s := slot(keys[0])
+	for _, k := range keys[1:] {
+		if slot(k) != s {
+			return fmt.Errorf("%w: keys %q and %q hash to different Cluster slots; wrap their common part in braces", store.ErrInvalidArgument, keys[0], k)
+		}
+	}
+	return nil
+}
+
+// run runs s and returns its reply, nil for a nil reply.
+//
+// go-redis retries a command after a timeout or a dropped connection; for
+// a decision that would apply it twice (a claim answered "in progress" to
+// its own owner, a token bucket charged twice). So scripts run as commands
+// marked NoRetry, and a failure after the command may have reached the
+// server is returned as store.ErrUnavailable ("may or may not have
+// happened"), never replayed. EVALSHA answered NOSCRIPT (the script was not
+// run) falls back to EVAL, which loads it.
+func (b *Backend) run(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
+	v, err := b.eval(ctx, "evalsha", s.Hash(), keys, args)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = b.eval(ctx, "eval", scriptSource[s], keys, args)
+	}
+	if err == redis.Nil {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, b.fail(ctx, err)
+	}
+	return v, nil
+}
+
+// noRetryCmd is a command go-redis never sends twice.
+type noRetryCmd struct{ *redis.Cmd }
+
+func (noRetryCmd) NoRetry() bool { return true }
+
+func (b *Backend) eval(ctx context.Context, verb, script string, keys []string, args []any) (any, error) {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, verb, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := noRetryCmd{redis.NewCmd(ctx, a...)}
+	_ = b.c.Process(ctx, cmd)
+	return cmd.Result()
+}
+
+// fail classifies an error from go-redis.
+func (b *Backend) fail(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		if errors.Is(err, ctx.Err()) {
+			return fmt.Errorf("redisstore: %w", err)
+		}
+		return fmt.Errorf("redisstore: %w: %w", ctx.Err(), err)
+	}
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("%w: %w", store.ErrClosed, err)
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		msg := rerr.Error()
+		code, _, _ := strings.Cut(msg, " ")
+		switch code {
+		case "OOM":
+			return fmt.Errorf("%w: %w", store.ErrOutOfMemory, err)
+		case "WRONGTYPE":
+			return fmt.Errorf("%w: key holds a value written by something else: %w", store.ErrCorrupt, err)
+		case "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "BUSY", "NOREPLICAS", "MISCONF":
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	// Anything else is the transport: refused, reset, timed out, pool
+	// exhausted.
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+}
+
+// ceilDiv returns ⌈d/unit⌉ for d ≥ 0.
+func ceilDiv(d, unit time.Duration) int64 {
+	q := d / unit
+	if d%unit != 0 {
+		q++
+	}
+	return int64(q)
+}
+
+func msArg(d time.Duration) string { return strconv.FormatInt(ceilDiv(d, time.Millisecond), 10) }
+func usArg(d time.Duration) string { return strconv.FormatInt(ceilDiv(d, time.Microsecond), 10) }
+
+// us converts a script's microseconds to a Duration.
+func us(v any) time.Duration { return time.Duration(asInt(v)) * time.Microsecond }
+
+func asInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	case float64:
+		return int64(x)
+	}
+	return 0
+}
+
+func asString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func asUint(v any) uint64 {
+	switch x := v.(type) {
+	case int64:
+		return uint64(x)
+	case string:
+		n, _ := strconv.ParseUint(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func asSlice(v any, n int) ([]any, error) {
+	s, ok := v.([]any)
+	if !ok || len(s) < 1 {
+		return nil, fmt.Errorf("redisstore: unexpected script reply %T %v", v, v)
+	}
+	if asInt(s[0]) == -1 && len(s) == 1 {
+		return nil, fmt.Errorf("%w: a decision's key holds a value it did not write", store.ErrCorrupt)
+	}
+	if len(s) < n {
+		return nil, fmt.Errorf("redisstore: unexpected script reply %v", s)
+	}
+	return s, nil
+}
+
+// Now implements store.Backend: the server's TIME.
+func (b *Backend) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	t, err := b.c.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, b.fail(ctx, err)
+	}
+	return t, nil
+}
+
+// Get implements store.Backend.
+func (b *Backend) Get(ctx context.Context, key string) (store.Item, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Item{}, false, err
+	}
+	if len(key) > b.maxKey {
+		return store.Item{}, false, nil
+	}
+	v, err := b.run(ctx, getScript, []string{b.key(key)})
+	if err != nil || v == nil {
+		return store.Item{}, false, err
+	}
+	r, err := asSlice(v, 3)
+	if err != nil {
+		return store.Item{}, false, err
+	}
+	it := store.Item{Value: []byte(asString(r[0])), Version: asUint(r[1]), TTL: store.NoTTL}
+	if p := asInt(r[2]); p >= 0 {
+		it.TTL = time.Duration(p) * time.Millisecond
+	}
+	return it, true, nil
+}
+
+// Set implements store.Backend.
+func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.SetOptions) (uint64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	if err := b.checkKey(key); err != nil {
+		return 0, false, err
+	}
+	if o.TTL < 0 {
+		return 0, false, fmt.Errorf("%w: %v (must be positive)", store.ErrInvalidTTL, o.TTL)
+	}
+	if o.KeepTTL && o.TTL > 0 && !o.TTLOnCreate {
+		return 0, false, fmt.Errorf("%w: TTL with KeepTTL", store.ErrInvalidOptions)
+	}
+	if o.Only > store.IfPresent || (o.IfVersion != 0 && o.Only == store.IfAbsent) {
+		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", store.ErrInvalidOptions, o.Only, o.IfVersion)
+	}
+	keep := "0"
+	if o.KeepTTL || o.TTLOnCreate {
+		keep = "1"
+	}
+	k := b.key(key)
+	v, err := b.run(ctx, setScript, []string{k, b.counter(k)},
+		value, msArg(o.TTL), keep, strconv.Itoa(int(o.Only)), strconv.FormatUint(o.IfVersion, 10))
+	if err != nil || v == nil {
+		return 0, false, err
+	}
+	return asUint(v), true, nil
+}
+
+// CompareAndDelete implements store.Backend.
+func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint64) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if version == 0 || len(key) > b.maxKey {
+		return false, nil
+	}
+	v, err := b.run(ctx, delScript, []string{b.key(key)}, strconv.FormatUint(version, 10))
+	return asInt(v) == 1, err
+}
+
+// Delete implements store.Backend.
+func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if len(key) > b.maxKey {
+		return false, nil
+	}
+	v, err := b.run(ctx, delScript, []string{b.key(key)}, "0")
+	return asInt(v) == 1, err
+}
+
+// Incr implements store.Backend.
+func (b *Backend) Incr(ctx context.Context, key string, delta int64, o store.IncrOptions) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := b.checkKey(key); err != nil {
+		return 0, err
+	}
+	if o.TTL < 0 {
+		return 0, fmt.Errorf("%w: %v (must be positive)", store.ErrInvalidTTL, o.TTL)
+	}
+	k := b.key(key)
+	v, err := b.run(ctx, incrScript, []string{k, b.counter(k)}, strconv.FormatInt(delta, 10), msArg(o.TTL))
+	if err != nil {
+		return 0, err
+	}
+	r, err := asSlice(v, 1)
+	if err != nil {
+		return 0, err
+	}
+	switch asInt(r[0]) {
+	case 1:
+		return 0, store.ErrNotInteger
+	case 2:
+		return 0, store.ErrOverflow
+	}
+	if len(r) < 2 {
+		return 0, fmt.Errorf("redisstore: unexpected incr reply %v", r)
+	}
+	n, err := strconv.ParseInt(asString(r[1]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: incr reply %v: %w", r, err)
+	}
+	return n, nil
+}
+
+// Decide implements store.Backend.
+func (b *Backend) Decide(ctx context.Context, d store.Decision) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch d := d.(type) {
+	case *store.TokenBucket:
+		return b.tokenBucket(ctx, d)
+	case *store.FixedWindow:
+		return b.fixedWindow(ctx, d)
+	case *store.SlidingWindow:
+		return b.slidingWindow(ctx, d)
+	case *store.Idempotency:
+		return b.idempotency(ctx, d)
+	case *store.Lease:
+		return b.lease(ctx, d)
+	case *store.FlagWrite:
+		return b.flagWrite(ctx, d)
+	case nil:
+		return fmt.Errorf("%w: nil decision", store.ErrInvalidArgument)
+	}
+	return fmt.Errorf("%w: %T", store.ErrUnsupported, d)
+}
