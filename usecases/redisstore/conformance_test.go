@@ -47,6 +47,7 @@ func newFixtureFunc(srv *redisserver.Server, tb testing.TB) storetest.NewFunc {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	srv := redisserver.Start(t)
 	storetest.Run(t, newFixtureFunc(srv, t))
 }
@@ -57,4 +58,15 @@ func TestConformance(t *testing.T) {
 // expiry checks need at least d to pass.)
 func sleeper() func(time.Duration) {
 	return func(d time.Duration) { time.Sleep(d) }
+}
+
+// TestUseCases runs the adapters' contract suites, written once against
+// store.Backend, on Redis. It runs in parallel with TestConformance: both
+// mostly sleep.
+func TestUseCases(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	nf := newFixtureFunc(srv, t)
+	t.Run("RateLimit", func(t *testing.T) { storetest.RunRateLimit(t, nf) })
+	t.Run("Lease", func(t *testing.T) { storetest.RunLease(t, nf) })
 }
