@@ -207,12 +207,13 @@ func (s *Server) signal(sig os.Signal) {
 // fault shows in well under a second), closed when the test ends.
 func (s *Server) Client(tb testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{
-		Addr:         s.Addr,
-		DialTimeout:  500 * time.Millisecond,
-		ReadTimeout:  500 * time.Millisecond,
-		WriteTimeout: 500 * time.Millisecond,
-		MaxRetries:   1,
-		PoolSize:     32,
+		Addr:          s.Addr,
+		DialTimeout:   500 * time.Millisecond,
+		ReadTimeout:   500 * time.Millisecond,
+		WriteTimeout:  500 * time.Millisecond,
+		MaxRetries:    1, // Backend's scripts are never retried; this is for TIME
+		DialerRetries: 1,
+		PoolSize:      32,
 	})
 	tb.Cleanup(func() { c.Close() })
 	return c
