@@ -20,8 +20,9 @@ import (
 //     tag, and the table holds nothing else;
 //   - every live slot's key and value lie inside the arena, without
 //     overlapping another entry, and arena length = live bytes + garbage;
-//   - an entry has an expiry item iff it has a deadline, and the index
-//     holds nothing else;
+//   - every entry with a deadline has an expiry item at or before it (the
+//     index is filed lazily; items of removed entries are garbage, bounded
+//     by twice the entries with a deadline plus 256);
 //   - the accounted bytes equal the sum of live entries' sizes, and do
 //     not exceed the shard's cap;
 //   - an entry is tracked by the policy iff it is evictable (not pinned,
@@ -62,8 +63,16 @@ func (s *shard) checkLocked() error {
 	if tabErr != nil {
 		return tabErr
 	}
+	// The earliest index item per slot; the invariant is that every live
+	// entry with a deadline has one at or before its deadline.
 	idxItems := make(map[uint32]int64, s.idx.Len())
-	s.idx.Ascend(func(it expiry.Item) bool { idxItems[it.Slot] = it.Deadline; return true })
+	s.idx.Ascend(func(it expiry.Item) bool {
+		if _, ok := idxItems[it.Slot]; !ok {
+			idxItems[it.Slot] = it.Deadline
+		}
+		return true
+	})
+	ttlLive := 0
 	type span struct{ a, b uint32 }
 	var spans []span
 	for i := range s.ents {
@@ -94,8 +103,11 @@ func (s *shard) checkLocked() error {
 		if tracked {
 			evictb += en.size()
 		}
-		if en.deadline != 0 && idxItems[slot] != en.deadline {
-			return fmt.Errorf("slot %d has deadline %d but index item %d", slot, en.deadline, idxItems[slot])
+		if en.deadline != 0 {
+			ttlLive++
+			if x, ok := idxItems[slot]; !ok || x > en.deadline {
+				return fmt.Errorf("slot %d has deadline %d but its earliest index item is %d (present=%v)", slot, en.deadline, x, ok)
+			}
 		}
 	}
 	if live != s.live || live != s.tab.Len() {
@@ -120,17 +132,19 @@ func (s *shard) checkLocked() error {
 			return fmt.Errorf("arena spans overlap at %d", spans[i].a)
 		}
 	}
-	n := 0
+	if ttlLive != s.ttlLive {
+		return fmt.Errorf("%d live entries with a deadline, recorded %d", ttlLive, s.ttlLive)
+	}
+	if s.idx.Len() > 2*s.ttlLive+256 {
+		return fmt.Errorf("expiry index holds %d items for %d entries with a deadline", s.idx.Len(), s.ttlLive)
+	}
+	bad := false
 	s.idx.Ascend(func(it expiry.Item) bool {
-		n++
-		if int(it.Slot) >= len(s.ents) || s.ents[it.Slot].flags&flagLive == 0 || s.ents[it.Slot].deadline != it.Deadline {
-			n = -1 << 30
-			return false
-		}
-		return true
+		bad = int(it.Slot) >= len(s.ents) && s.live > 0
+		return !bad
 	})
-	if n < 0 {
-		return errors.New("expiry index names a slot that is free or has another deadline")
+	if bad {
+		return errors.New("expiry index names a slot past the slot array")
 	}
 	free := 0
 	for f := s.freeHead; f != 0; f = s.ents[f-1].off {

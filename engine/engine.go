@@ -329,7 +329,7 @@ func (e *Engine) Close() error {
 			s.mu.Lock()
 			s.closed = true
 			s.tab.Reset()
-			s.ents, s.arena, s.freeHead, s.live, s.bytes, s.evictb, s.garbage = nil, nil, 0, 0, 0, 0, 0
+			s.ents, s.arena, s.freeHead, s.live, s.ttlLive, s.bytes, s.evictb, s.garbage = nil, nil, 0, 0, 0, 0, 0, 0
 			s.idx.Clear()
 			s.pol = nil
 			s.mu.Unlock()
@@ -1081,7 +1081,7 @@ func (e *Engine) Stats() Stats {
 		st.Deleted += s.deleted
 		st.Replaced += s.replaced
 		st.Entries += s.live
-		st.Due += s.idx.CountDue(now)
+		st.Due += s.dueLocked(now)
 		st.Bytes += s.bytes
 		st.MaxBytes += s.maxBytes
 		st.ArenaBytes += int64(cap(s.arena))

@@ -77,6 +77,7 @@ type shard struct {
 	arena    []byte
 	garbage  int   // arena bytes not referenced by a live entry
 	live     int   // live (resident) entries, due ones included
+	ttlLive  int   // live entries with a deadline
 	bytes    int64 // accounted bytes of live entries
 	evictb   int64 // accounted bytes of tracked (evictable) entries
 	maxBytes int64 // 0 = no cap
@@ -169,6 +170,7 @@ func (s *shard) compactLocked(extra int) {
 // is empty, or the garbage when it exceeds half of a large arena.
 func (s *shard) maybeShrinkLocked() {
 	if s.live == 0 {
+		s.idx.Clear() // every item left is garbage
 		if cap(s.arena) > 64<<10 || len(s.ents) > 1024 {
 			s.arena = nil
 			s.ents = nil
@@ -221,18 +223,45 @@ func (s *shard) syncPolicyLocked(slot uint32, en *entry, hash uint64, oldSize in
 	}
 }
 
-// setDeadlineLocked moves the entry at slot to deadline d in the index.
+// setDeadlineLocked sets the entry at slot to expire at d (0 = never).
+//
+// The expiry index is updated lazily. Its invariant is: every live entry
+// with a deadline has an index item (x, slot) with x ≤ its deadline. So a
+// deadline that moves later (a sliding TTL, an overwrite with a fresh TTL)
+// costs no index operation: when the cycle pops the earlier item it finds
+// the entry not yet due and re-files it at its current deadline. Only a new
+// or earlier deadline adds an item. Items left behind by removed entries or
+// cleared deadlines are garbage; the cycle drops them, and the index is
+// rebuilt when garbage outnumbers live TTL entries.
 func (s *shard) setDeadlineLocked(slot uint32, en *entry, d int64) {
-	if en.deadline == d {
+	old := en.deadline
+	if old == d {
 		return
 	}
-	if en.deadline != 0 {
-		s.idx.Remove(expiry.Item{Deadline: en.deadline, Slot: slot})
-	}
-	if d != 0 {
-		s.idx.Add(expiry.Item{Deadline: d, Slot: slot})
+	switch {
+	case old == 0:
+		s.ttlLive++
+	case d == 0:
+		s.ttlLive--
 	}
 	en.deadline = d
+	if d != 0 && (old == 0 || d < old) {
+		s.idx.Add(expiry.Item{Deadline: d, Slot: slot})
+		if s.idx.Len() > 2*s.ttlLive+256 {
+			s.rebuildIndexLocked()
+		}
+	}
+}
+
+// rebuildIndexLocked drops the index's garbage: one item per live entry with
+// a deadline, at that deadline.
+func (s *shard) rebuildIndexLocked() {
+	s.idx.Clear()
+	for i := range s.ents {
+		if en := &s.ents[i]; en.flags&flagLive != 0 && en.deadline != 0 {
+			s.idx.Add(expiry.Item{Deadline: en.deadline, Slot: uint32(i)})
+		}
+	}
 }
 
 // removeLocked removes the entry at slot and records the removal. hash may
@@ -247,7 +276,7 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	}
 	s.tab.Delete(table.Tag(hash), slot)
 	if en.deadline != 0 {
-		s.idx.Remove(expiry.Item{Deadline: en.deadline, Slot: slot})
+		s.ttlLive-- // its index item is now garbage
 	}
 	if en.flags&flagTracked != 0 {
 		s.pol.Remove(evict.Handle(slot))
@@ -268,16 +297,47 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	s.freeHead = slot + 1
 }
 
-// reclaimDueLocked removes up to max due entries, earliest first.
-func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int) {
-	for n < max {
+// reclaimDueLocked removes up to max due entries, earliest first. It pops
+// at most 4×max index items (garbage items and items of entries whose
+// deadline moved later cost a pop each) and reports whether due items
+// remain.
+func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more bool) {
+	for pops := 0; n < max; pops++ {
 		it, ok := s.idx.Min()
 		if !ok || it.Deadline > now {
-			break
+			return n, false
 		}
-		s.removeLocked(it.Slot, 0, Expired, ev)
-		n++
+		if pops >= 4*max {
+			return n, true
+		}
+		s.idx.PopDue(now)
+		en := &s.ents[it.Slot]
+		switch {
+		case en.flags&flagLive == 0 || en.deadline == 0:
+			// Garbage: the entry is gone or lost its TTL.
+		case en.deadline <= now:
+			s.removeLocked(it.Slot, 0, Expired, ev)
+			n++
+		case en.deadline > it.Deadline:
+			// The deadline moved later: file it there (a no-op if an
+			// item at that deadline exists already).
+			s.idx.Add(expiry.Item{Deadline: en.deadline, Slot: it.Slot})
+		}
 	}
+	it, ok := s.idx.Min()
+	return n, ok && it.Deadline <= now
+}
+
+// dueLocked counts the live entries that are due at now. Cost O(due index
+// items).
+func (s *shard) dueLocked(now int64) int {
+	n := 0
+	s.idx.AscendDue(now, func(it expiry.Item) bool {
+		if en := &s.ents[it.Slot]; en.flags&flagLive != 0 && en.deadline == it.Deadline {
+			n++ // counts each due entry once: at its own deadline's item
+		}
+		return true
+	})
 	return n
 }
 
@@ -322,7 +382,7 @@ func (s *shard) fitsLocked(need int64) bool {
 // are logically gone already (due entries go before any live one).
 func (s *shard) checkRoomLocked(need int64, now int64, exclude []uint32, ev *[]Removal) error {
 	for !s.fitsLocked(need) {
-		if s.reclaimDueLocked(now, 64, ev) == 0 {
+		if _, more := s.reclaimDueLocked(now, 64, ev); !more {
 			break
 		}
 	}
@@ -347,11 +407,7 @@ func (s *shard) checkRoomLocked(need int64, now int64, exclude []uint32, ev *[]R
 // ReclaimDue implements expiry.Reclaimer for the active cycle.
 func (s *shard) reclaimDue(now int64, max int, ev *[]Removal) (int, bool) {
 	s.mu.Lock()
-	n := s.reclaimDueLocked(now, max, ev)
-	more := false
-	if it, ok := s.idx.Min(); ok && it.Deadline <= now {
-		more = true
-	}
+	n, more := s.reclaimDueLocked(now, max, ev)
 	if n > 0 {
 		s.maybeShrinkLocked()
 	}

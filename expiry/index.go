@@ -32,7 +32,9 @@ func less(a, b Item) bool {
 // degree is the B-tree's minimum degree: nodes hold up to 2*degree-1 items.
 const degree = 32
 
-// Index is a deadline-ordered set of Items on google/btree. The zero value
+// Index is a deadline-ordered set of Items on google/btree. It is a plain
+// ordered set: the engine decides what an item means (it files entries
+// lazily, see the engine's shard docs). The zero value
 // is not usable; call NewIndex. Index is not safe for concurrent use: the
 // engine guards each shard's index with the shard lock. Add, Remove and
 // PopDue cost O(log n).
@@ -79,6 +81,17 @@ func (x *Index) CountDue(now int64) int {
 	n := 0
 	x.t.AscendLessThan(Item{Deadline: now + 1}, func(Item) bool { n++; return true })
 	return n
+}
+
+// AscendDue calls fn for each item due at now (deadline ≤ now), in
+// deadline order, until fn returns false.
+func (x *Index) AscendDue(now int64, fn func(Item) bool) {
+	x.t.Ascend(func(it Item) bool {
+		if it.Deadline > now {
+			return false
+		}
+		return fn(it)
+	})
 }
 
 // Ascend calls fn for each item in deadline order until fn returns false.
