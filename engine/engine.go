@@ -202,6 +202,7 @@ type Engine struct {
 
 	listenerPanics atomic.Uint64 // recovered in the expiry goroutine
 	inBackground   atomic.Bool   // the expiry goroutine is running a cycle
+	bgDelivering   atomic.Bool   // the expiry goroutine is inside the listener
 
 	cycleMu sync.Mutex // guards cycle
 	cycle   *expiry.Cycle
@@ -338,11 +339,18 @@ func (e *Engine) RunExpiryCycle() (removed int, more bool) {
 // Close stops the background goroutine and releases the engine's memory.
 // Later operations return ErrClosed (reads report a miss). Close is
 // idempotent and always returns nil.
+//
+// Close waits for the expiry goroutine to exit, except while that goroutine
+// is delivering a removal to Config.OnRemove (for example when the listener
+// itself calls Close): then the goroutine exits as soon as the listener
+// returns.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
 		close(e.done)
-		e.wg.Wait()
+		if !e.bgDelivering.Load() {
+			e.wg.Wait()
+		}
 		for i := range e.shards {
 			s := &e.shards[i]
 			s.mu.Lock()
@@ -389,10 +397,12 @@ func (e *Engine) deliverRecovering(ev []Removal) {
 	for i := range ev {
 		func() {
 			defer func() {
+				e.bgDelivering.Store(false)
 				if recover() != nil {
 					e.listenerPanics.Add(1)
 				}
 			}()
+			e.bgDelivering.Store(true)
 			e.onRemove(ev[i])
 		}()
 	}

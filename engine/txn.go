@@ -84,7 +84,13 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 	for _, i := range idx {
 		e.shards[i].mu.Lock()
 	}
-	versions, committed, err = e.commitLocked(pre, ops, hashes, evp)
+	if len(idx) > 0 && e.shards[idx[0]].closed {
+		// Close marks every shard under its own lock, so a locked shard
+		// is a valid witness.
+		err = ErrClosed
+	} else {
+		versions, committed, err = e.commitLocked(pre, ops, hashes, evp)
+	}
 	for _, i := range slices.Backward(idx) {
 		e.shards[i].mu.Unlock()
 	}
@@ -93,9 +99,6 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 }
 
 func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev *[]Removal) ([]uint64, bool, error) {
-	if e.shards[0].closed {
-		return nil, false, ErrClosed
-	}
 	now := e.now()
 	for _, p := range pre {
 		s, h := e.shardFor(p.Key)
