@@ -622,6 +622,10 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 		oldSize = s.ents[slot].size()
 		exclude = append(exclude, slot)
 	}
+	if int64(len(s.arena)-s.garbage)+int64(len(key)+len(value)) > maxArena {
+		// The shard's arena (offsets are 32-bit) is full of live data.
+		return 0, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+	}
 	if err := s.makeRoomLocked(newSize-oldSize, now, exclude, ev); err != nil {
 		if found {
 			s.syncPolicyLocked(slot, &s.ents[slot], h, oldSize, false)
