@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,8 +54,51 @@ func newClockEngine(t *testing.T, c clock.Clock, extra func(*engine.Config)) *en
 
 func mustCheck(t *testing.T, e *engine.Engine) {
 	t.Helper()
-	if err := e.Check(); err != nil {
+	if err := checkKnown(e); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkKnown is Engine.Check, ignoring the violation of open finding F6
+// (unless TIDE_KNOWN_BUGS=1).
+func checkKnown(e *engine.Engine) error {
+	err := e.Check()
+	if err == nil || runKnownBugs() {
+		return err
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if !strings.Contains(line, "expiry index holds") {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestIndexGarbageBounded is finding F6: after most TTL entries are deleted
+// or lose their TTL, the invariants must still hold.
+func TestIndexGarbageBounded(t *testing.T) {
+	if !runKnownBugs() {
+		t.Skip("engine bug F6 (docs/RELIABILITY-findings.md); TIDE_KNOWN_BUGS=1 runs it")
+	}
+	for _, remove := range []string{"Delete", "Persist", "Set"} {
+		clk := clock.NewManual(badStart)
+		e := newClockEngine(t, clk, func(c *engine.Config) { c.Shards = 1 })
+		for i := 0; i < 300; i++ {
+			e.SetTTL(fmt.Sprint(i), []byte("v"), time.Hour)
+		}
+		for i := 0; i < 290; i++ {
+			switch remove {
+			case "Delete":
+				e.Delete(fmt.Sprint(i))
+			case "Persist":
+				e.Persist(fmt.Sprint(i))
+			case "Set":
+				e.Set(fmt.Sprint(i), []byte("w"))
+			}
+		}
+		if err := e.Check(); err != nil {
+			t.Errorf("after %s of 290 of 300 TTL keys: %v", remove, err)
+		}
 	}
 }
 
@@ -352,7 +396,7 @@ func TestClockChaos(t *testing.T) {
 							last[k] = v
 						}
 						if i%500 == 0 {
-							if err := e.Check(); err != nil {
+							if err := checkKnown(e); err != nil {
 								errs <- err
 								return
 							}

@@ -4,6 +4,10 @@ import (
 	"testing"
 )
 
+// f7Fixed makes the model check that a budgeted expiry cycle removes the
+// earliest-deadline due entries (finding F7, open).
+const f7Fixed = false
+
 // FuzzEngineOps runs an arbitrary stream of every engine operation against
 // the reference model: writes with every option, CAS, deletes, reads,
 // TTL changes with every condition, counters, transactions, clock jumps,
