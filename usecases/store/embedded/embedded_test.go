@@ -1,6 +1,7 @@
 package embedded_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -11,6 +12,15 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Embedded)
+}
+
+// TestUseCasesRealTime runs the adapters' suites as a Redis backend would
+// (real clock, sleeping Advance), to keep them portable.
+func TestUseCasesRealTime(t *testing.T) {
+	if os.Getenv("TIDE_REALTIME") == "" {
+		t.Skip("sleeps for tens of seconds; set TIDE_REALTIME=1 to run")
+	}
+	storetest.RunUseCases(t, realTime)
 }
 
 // TestConformanceFrozenClock runs the suite as a backend whose clock cannot
@@ -26,19 +36,21 @@ func TestConformanceFrozenClock(t *testing.T) {
 // TestConformanceRealTime runs the suite as a Redis backend would: on the
 // real clock, advancing time by sleeping, with a small unit and a slack.
 func TestConformanceRealTime(t *testing.T) {
-	if testing.Short() {
-		t.Skip("sleeps")
+	if os.Getenv("TIDE_REALTIME") == "" {
+		t.Skip("sleeps for tens of seconds; set TIDE_REALTIME=1 to run")
 	}
-	storetest.Run(t, func(t *testing.T) storetest.Fixture {
-		e, err := engine.New(engine.Config{Shards: 8})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		b, err := embedded.New(embedded.Config{Engine: e})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return storetest.Fixture{Backend: b, Advance: time.Sleep, Unit: 100 * time.Millisecond, Slack: 20 * time.Millisecond}
-	})
+	storetest.Run(t, realTime)
+}
+
+func realTime(t *testing.T) storetest.Fixture {
+	e, err := engine.New(engine.Config{Shards: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	b, err := embedded.New(embedded.Config{Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return storetest.Fixture{Backend: b, Advance: storetest.SleepAdvance, Unit: 100 * time.Millisecond, Slack: 25 * time.Millisecond}
 }

@@ -264,7 +264,7 @@ func runTokenBucket(t *testing.T, newFixture NewFunc) {
 		{0, 1, true, 0, 0, 3 * u},
 		{0, 1, false, 0, u, 3 * u},
 		{0, 2, false, 0, 2 * u, 3 * u},
-		{u, 1, true, 0, 0, 3 * u},
+		{u + f.Slack, 1, true, 0, 0, 3*u - f.Slack},
 		{10 * u, 2, true, 1, 0, 2 * u},
 		{0, 2, false, 1, u, 2 * u},
 	}
@@ -314,8 +314,8 @@ func runFixedWindow(t *testing.T, newFixture NewFunc) {
 		{0, 2, false, 1, 10 * u, 10 * u}, // denied: changes nothing
 		{0, 1, true, 0, 0, 10 * u},
 		{0, 1, false, 0, 10 * u, 10 * u},
-		{4 * u, 1, false, 0, 6 * u, 6 * u}, // the window is not extended
-		{6 * u, 1, true, 2, 0, 10 * u},     // a new window
+		{4 * u, 1, false, 0, 6 * u, 6 * u},     // the window is not extended
+		{6*u + f.Slack, 1, true, 2, 0, 10 * u}, // a new window
 		{2 * u, 3, false, 2, 8 * u, 8 * u},
 	}
 	if f.Advance == nil {
@@ -360,13 +360,13 @@ func runSlidingWindow(t *testing.T, newFixture NewFunc) {
 		reset     time.Duration
 	}
 	steps := []step{
-		{0, 1, true, 2, 0, 10 * u},         // t0
-		{3 * u, 1, true, 1, 0, 10 * u},     // t3
-		{3 * u, 1, true, 0, 0, 10 * u},     // t6
-		{1 * u, 1, false, 0, 3 * u, 9 * u}, // t7: t0 leaves at t10
-		{1 * u, 2, false, 0, 5 * u, 8 * u}, // t8: t0 and t3 must leave
-		{2 * u, 1, true, 0, 0, 10 * u},     // t10: t0 left
-		{10 * u, 3, true, 0, 0, 10 * u},    // t20: all left
+		{0, 1, true, 2, 0, 10 * u},              // t0
+		{3 * u, 1, true, 1, 0, 10 * u},          // t3
+		{3 * u, 1, true, 0, 0, 10 * u},          // t6
+		{1 * u, 1, false, 0, 3 * u, 9 * u},      // t7: t0 leaves at t10
+		{1 * u, 2, false, 0, 5 * u, 8 * u},      // t8: t0 and t3 must leave
+		{2*u + f.Slack, 1, true, 0, 0, 10 * u},  // t10: t0 left
+		{10*u + f.Slack, 3, true, 0, 0, 10 * u}, // t20: all left
 	}
 	for i, s := range steps {
 		if s.advance > 0 {

@@ -1,0 +1,399 @@
+// Package flag stores feature flags: versioned records with
+// compare-and-set writes, an audit log written in the same atomic step,
+// history and rollback, percentage rollouts, a kill switch, change
+// watchers and a local read-through cache with an explicit staleness
+// bound.
+//
+// # Contract
+//
+// A flag's State is (Enabled, Killed, Rollout, Salt). Every write is a
+// compare-and-set against the version the writer read: a write based on a
+// stale read is ErrConflict, never a lost update. Every successful write
+// increments the flag's Revision and appends an AuditRecord (actor, time,
+// reason, before, after, revision) to the flag's audit log in the same
+// atomic store step (store.FlagWrite): there is no flag change without its
+// audit record, and no audit record without its change.
+//
+// Rollout is in basis points of 10,000 buckets. A unit (user, account) is
+// in the rollout iff Bucket(flag, salt, unit) < Rollout, where Bucket is
+// xxhash64 of (flag, salt, unit) mod 10,000: stable across processes and
+// restarts, and raising Rollout keeps everyone already in. Changing the
+// salt reshuffles. Kill forces the flag off for everyone, whatever else it
+// says, until unkilled.
+//
+// # TTL kind
+//
+// None: flags and audit logs never expire and are pinned (never evicted).
+// The audit log keeps the newest Config.AuditKeep records.
+//
+// # Propagation bounds
+//
+// A write is visible to Get at once, everywhere. Cached (and Enabled)
+// serve a local copy at most Config.MaxStaleness old, so a kill switch
+// thrown in another process takes effect here within MaxStaleness; a write
+// through this Store updates its own cache at once. Watchers are called at
+// once for writes through this Store, and within Config.PollInterval for
+// writes elsewhere.
+//
+// # Store failure
+//
+// Writes return the store's error. Cached serves a stale copy when the
+// store fails only within MaxStaleness; after that it returns the error —
+// Enabled then answers false (fail closed: a feature stays off when its
+// state is unknown).
+package flag
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/usecases/store"
+)
+
+// Buckets is the number of rollout buckets.
+const Buckets = 10000
+
+// State is what a flag says.
+type State struct {
+	// Enabled turns the flag on (for the Rollout share of units).
+	Enabled bool `json:"enabled"`
+	// Killed forces the flag off for everyone (the kill switch).
+	Killed bool `json:"killed,omitempty"`
+	// Rollout is the share of units the flag is on for, in basis points
+	// (0..10000). A new flag's 0 means nobody; 10000 means everyone.
+	Rollout int `json:"rollout"`
+	// Salt is mixed into the bucket hash. "" means the flag's name.
+	Salt string `json:"salt,omitempty"`
+}
+
+// Flag is a flag's current record.
+type Flag struct {
+	Name string
+	State
+	// Revision counts the flag's writes: 1 for its creation.
+	Revision  uint64
+	UpdatedAt time.Time
+	UpdatedBy string
+	version   uint64
+}
+
+// AuditRecord is one entry of a flag's audit log.
+type AuditRecord struct {
+	Revision uint64    `json:"rev"`
+	Actor    string    `json:"actor"`
+	Time     time.Time `json:"time"`
+	Reason   string    `json:"reason,omitempty"`
+	Before   *State    `json:"before,omitempty"` // nil for the creation
+	After    State     `json:"after"`
+}
+
+type record struct {
+	State
+	Revision  uint64    `json:"rev"`
+	UpdatedAt time.Time `json:"at"`
+	UpdatedBy string    `json:"by"`
+}
+
+// Config configures a Store.
+type Config struct {
+	// Backend holds the flags. Required.
+	Backend store.Backend
+	// Prefix is prepended to every key. "" means "tide:flag:".
+	Prefix string
+	// MaxStaleness bounds how old a cached read may be. 0 means 1 second.
+	MaxStaleness time.Duration
+	// PollInterval is how often watched flags are re-read. 0 means
+	// MaxStaleness.
+	PollInterval time.Duration
+	// AuditKeep is how many audit records each flag keeps. 0 means 1000.
+	AuditKeep int
+	// LocalClock measures cache age (the store's clock is elsewhere). nil
+	// means clock.Real.
+	LocalClock clock.Clock
+}
+
+// Store is a feature-flag store over a store.Backend. It is safe for
+// concurrent use. Get is one store read; a write is one store read plus one
+// atomic decision; Cached is a map lookup when fresh. Close stops the
+// watcher goroutine, if one was started.
+type Store struct {
+	cfg Config
+
+	mu       sync.Mutex
+	cache    map[string]cached
+	watchers map[string][]*watcher
+	polling  bool
+	closed   bool
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+type cached struct {
+	f     Flag
+	found bool
+	at    int64 // local clock
+}
+
+type watcher struct {
+	fn   func(Flag)
+	last uint64 // revision last notified
+}
+
+// New returns a Store for cfg, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Store, error) {
+	switch {
+	case cfg.Backend == nil:
+		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
+	case cfg.MaxStaleness < 0 || cfg.PollInterval < 0 || cfg.AuditKeep < 0:
+		return nil, fmt.Errorf("%w: MaxStaleness, PollInterval and AuditKeep must be ≥ 0", ErrInvalidConfig)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "tide:flag:"
+	}
+	if cfg.MaxStaleness == 0 {
+		cfg.MaxStaleness = time.Second
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = cfg.MaxStaleness
+	}
+	if cfg.AuditKeep == 0 {
+		cfg.AuditKeep = 1000
+	}
+	if cfg.LocalClock == nil {
+		cfg.LocalClock = clock.Real{}
+	}
+	return &Store{cfg: cfg, cache: map[string]cached{}, watchers: map[string][]*watcher{}, done: make(chan struct{})}, nil
+}
+
+func (s *Store) keys(name string) (string, string) {
+	k := s.cfg.Prefix + "{" + name + "}"
+	return k, k + ":audit"
+}
+
+// Bucket returns unit's rollout bucket for a flag: xxhash64 of (flag,
+// salt, unit), NUL-separated, mod 10,000.
+func Bucket(flag, salt, unit string) int {
+	d := xxhash.New()
+	d.WriteString(flag)
+	d.Write([]byte{0})
+	d.WriteString(salt)
+	d.Write([]byte{0})
+	d.WriteString(unit)
+	return int(d.Sum64() % Buckets)
+}
+
+// On reports whether f is on for unit: not killed, enabled, and unit's
+// bucket below the rollout.
+func (f Flag) On(unit string) bool {
+	if f.Killed || !f.Enabled {
+		return false
+	}
+	salt := f.Salt
+	if salt == "" {
+		salt = f.Name
+	}
+	return Bucket(f.Name, salt, unit) < f.Rollout
+}
+
+// Get reads name from the store.
+func (s *Store) Get(ctx context.Context, name string) (Flag, bool, error) {
+	k, _ := s.keys(name)
+	it, ok, err := s.cfg.Backend.Get(ctx, k)
+	if !ok || err != nil {
+		return Flag{}, false, err
+	}
+	var r record
+	if err := json.Unmarshal(it.Value, &r); err != nil {
+		return Flag{}, false, fmt.Errorf("%w: flag %q: %v", store.ErrCorrupt, name, err)
+	}
+	f := Flag{Name: name, State: r.State, Revision: r.Revision, UpdatedAt: r.UpdatedAt, UpdatedBy: r.UpdatedBy, version: it.Version}
+	s.remember(f, true)
+	return f, true, nil
+}
+
+func (s *Store) remember(f Flag, found bool) {
+	now := s.cfg.LocalClock.Now()
+	s.mu.Lock()
+	if c, ok := s.cache[f.Name]; !ok || !c.found || !found || f.Revision >= c.f.Revision {
+		s.cache[f.Name] = cached{f: f, found: found, at: now}
+	}
+	s.mu.Unlock()
+}
+
+// Cached reads name through the local cache: a copy at most MaxStaleness
+// old, else a store read.
+func (s *Store) Cached(ctx context.Context, name string) (Flag, bool, error) {
+	now := s.cfg.LocalClock.Now()
+	s.mu.Lock()
+	c, ok := s.cache[name]
+	s.mu.Unlock()
+	if ok && time.Duration(now-c.at) < s.cfg.MaxStaleness {
+		return c.f, c.found, nil
+	}
+	f, found, err := s.Get(ctx, name)
+	if err != nil {
+		return Flag{}, false, err
+	}
+	if !found {
+		s.remember(Flag{Name: name}, false)
+	}
+	return f, found, nil
+}
+
+// Enabled reports whether name is on for unit, through the cache. A
+// missing flag, or one whose state cannot be read, is off.
+func (s *Store) Enabled(ctx context.Context, name, unit string) bool {
+	f, ok, err := s.Cached(ctx, name)
+	return err == nil && ok && f.On(unit)
+}
+
+func validState(st State) error {
+	if st.Rollout < 0 || st.Rollout > Buckets {
+		return fmt.Errorf("%w: rollout %d, want 0..%d", ErrInvalidFlag, st.Rollout, Buckets)
+	}
+	return nil
+}
+
+// write CASes prev (zero Flag for a creation) to next with its audit
+// record.
+func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, actor, reason string) (Flag, error) {
+	if name == "" {
+		return Flag{}, fmt.Errorf("%w: empty name", ErrInvalidFlag)
+	}
+	if err := validState(next); err != nil {
+		return Flag{}, err
+	}
+	now, err := s.cfg.Backend.Now(ctx)
+	if err != nil {
+		return Flag{}, err
+	}
+	rec := record{State: next, Revision: 1, UpdatedAt: now, UpdatedBy: actor}
+	audit := AuditRecord{Revision: 1, Actor: actor, Time: now, Reason: reason, After: next}
+	var ifVersion uint64
+	if prev != nil {
+		ifVersion = prev.version
+		rec.Revision = prev.Revision + 1
+		audit.Revision = rec.Revision
+		before := prev.State
+		audit.Before = &before
+	}
+	val, _ := json.Marshal(rec)
+	aud, _ := json.Marshal(audit)
+	k, ak := s.keys(name)
+	d := &store.FlagWrite{Key: k, IfVersion: ifVersion, Value: val, AuditKey: ak, Audit: aud, AuditKeep: s.cfg.AuditKeep}
+	if err := s.cfg.Backend.Decide(ctx, d); err != nil {
+		return Flag{}, err
+	}
+	if !d.OK {
+		if prev == nil {
+			return Flag{}, ErrExists
+		}
+		return Flag{}, ErrConflict
+	}
+	f := Flag{Name: name, State: next, Revision: rec.Revision, UpdatedAt: now, UpdatedBy: actor, version: d.Version}
+	s.remember(f, true)
+	s.notify(f)
+	return f, nil
+}
+
+// Create creates flag name in state st. An existing flag is ErrExists.
+func (s *Store) Create(ctx context.Context, name string, st State, actor, reason string) (Flag, error) {
+	return s.write(ctx, name, nil, st, actor, reason)
+}
+
+// Update writes next over prev, a Flag read earlier with Get or Cached,
+// if the flag has not changed since; otherwise ErrConflict.
+func (s *Store) Update(ctx context.Context, prev Flag, next State, actor, reason string) (Flag, error) {
+	if prev.version == 0 {
+		return Flag{}, fmt.Errorf("%w: %q was not read from the store", ErrInvalidFlag, prev.Name)
+	}
+	return s.write(ctx, prev.Name, &prev, next, actor, reason)
+}
+
+// Modify reads name, applies fn to its state and writes it, retrying on
+// conflict. A missing flag is ErrNotFound.
+func (s *Store) Modify(ctx context.Context, name string, fn func(*State) error, actor, reason string) (Flag, error) {
+	for {
+		f, ok, err := s.Get(ctx, name)
+		if err != nil {
+			return Flag{}, err
+		}
+		if !ok {
+			return Flag{}, ErrNotFound
+		}
+		st := f.State
+		if err := fn(&st); err != nil {
+			return Flag{}, err
+		}
+		nf, err := s.Update(ctx, f, st, actor, reason)
+		if !errors.Is(err, ErrConflict) {
+			return nf, err
+		}
+		if err := ctx.Err(); err != nil {
+			return Flag{}, err
+		}
+	}
+}
+
+// Kill throws the kill switch: name is off for everyone until Unkill.
+func (s *Store) Kill(ctx context.Context, name, actor, reason string) (Flag, error) {
+	return s.Modify(ctx, name, func(st *State) error { st.Killed = true; return nil }, actor, reason)
+}
+
+// Unkill releases the kill switch; the flag's other state is unchanged.
+func (s *Store) Unkill(ctx context.Context, name, actor, reason string) (Flag, error) {
+	return s.Modify(ctx, name, func(st *State) error { st.Killed = false; return nil }, actor, reason)
+}
+
+// SetRollout sets name's rollout to basis points bp (0..10000).
+func (s *Store) SetRollout(ctx context.Context, name string, bp int, actor, reason string) (Flag, error) {
+	return s.Modify(ctx, name, func(st *State) error { st.Rollout = bp; return nil }, actor, reason)
+}
+
+// History returns name's audit log, oldest first.
+func (s *Store) History(ctx context.Context, name string) ([]AuditRecord, error) {
+	_, ak := s.keys(name)
+	it, ok, err := s.cfg.Backend.Get(ctx, ak)
+	if !ok || err != nil {
+		return nil, err
+	}
+	recs, err := store.DecodeLog(it.Value)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]AuditRecord, 0, len(recs))
+	for _, r := range recs {
+		var a AuditRecord
+		if err := json.Unmarshal(r, &a); err != nil {
+			return nil, fmt.Errorf("%w: audit record: %v", store.ErrCorrupt, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Rollback writes the state name had at revision rev as a new revision
+// (history is never rewritten). An unknown revision is ErrInvalidFlag.
+func (s *Store) Rollback(ctx context.Context, name string, rev uint64, actor, reason string) (Flag, error) {
+	hist, err := s.History(ctx, name)
+	if err != nil {
+		return Flag{}, err
+	}
+	i := slices.IndexFunc(hist, func(a AuditRecord) bool { return a.Revision == rev })
+	if i < 0 {
+		return Flag{}, fmt.Errorf("%w: %q has no revision %d in its audit log", ErrInvalidFlag, name, rev)
+	}
+	target := hist[i].After
+	if reason == "" {
+		reason = fmt.Sprintf("rollback to revision %d", rev)
+	}
+	return s.Modify(ctx, name, func(st *State) error { *st = target; return nil }, actor, reason)
+}
