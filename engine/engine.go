@@ -38,7 +38,9 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
+	"runtime"
 	"iter"
 	"math"
 	"strconv"
@@ -202,7 +204,7 @@ type Engine struct {
 
 	listenerPanics atomic.Uint64 // recovered in the expiry goroutine
 	inBackground   atomic.Bool   // the expiry goroutine is running a cycle
-	bgDelivering   atomic.Bool   // the expiry goroutine is inside the listener
+	loopGoroutine  atomic.Uint64 // id of the expiry goroutine, for Close
 
 	cycleMu sync.Mutex // guards cycle
 	cycle   *expiry.Cycle
@@ -279,6 +281,21 @@ func (e *Engine) now() int64 {
 	}
 }
 
+// goroutineID returns the calling goroutine's id, parsed from its stack
+// header ("goroutine 42 [running]:"). Only Close and the expiry goroutine's
+// start call it, so that Close can tell whether it runs on the expiry
+// goroutine (a listener calling Close) and must not wait for itself.
+func goroutineID() uint64 {
+	var buf [32]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
+}
+
 type reclaimer struct {
 	e *Engine
 	s *shard
@@ -298,6 +315,7 @@ func (r reclaimer) ReclaimDue(now int64, max int) (int, bool) {
 
 func (e *Engine) expireLoop(every time.Duration) {
 	defer e.wg.Done()
+	e.loopGoroutine.Store(goroutineID())
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -340,15 +358,14 @@ func (e *Engine) RunExpiryCycle() (removed int, more bool) {
 // Later operations return ErrClosed (reads report a miss). Close is
 // idempotent and always returns nil.
 //
-// Close waits for the expiry goroutine to exit, except while that goroutine
-// is delivering a removal to Config.OnRemove (for example when the listener
-// itself calls Close): then the goroutine exits as soon as the listener
-// returns.
+// Close waits for the expiry goroutine to exit, unless Close is called on
+// that goroutine (by Config.OnRemove during active expiry): then the
+// goroutine exits as soon as the listener returns.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
 		close(e.done)
-		if !e.bgDelivering.Load() {
+		if e.loopGoroutine.Load() != goroutineID() {
 			e.wg.Wait()
 		}
 		for i := range e.shards {
@@ -397,12 +414,10 @@ func (e *Engine) deliverRecovering(ev []Removal) {
 	for i := range ev {
 		func() {
 			defer func() {
-				e.bgDelivering.Store(false)
 				if recover() != nil {
 					e.listenerPanics.Add(1)
 				}
 			}()
-			e.bgDelivering.Store(true)
 			e.onRemove(ev[i])
 		}()
 	}
