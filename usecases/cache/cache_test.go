@@ -1,0 +1,81 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/usecases/cache"
+	"github.com/tidekv/tide/usecases/store/storetest"
+)
+
+func TestContract(t *testing.T) {
+	storetest.RunCache(t, storetest.Embedded)
+}
+
+func TestNewRejects(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	load := func(context.Context, string) ([]byte, bool, error) { return nil, false, nil }
+	for i, c := range []cache.Config{
+		{Load: load},
+		{Backend: b},
+		{Backend: b, Load: load, TTL: -1},
+		{Backend: b, Load: load, Jitter: 1.5},
+	} {
+		if _, err := cache.New(c); !errors.Is(err, cache.ErrInvalidConfig) {
+			t.Errorf("case %d: got %v, want ErrInvalidConfig", i, err)
+		}
+	}
+}
+
+func TestJitter(t *testing.T) {
+	cases := []struct {
+		ttl    time.Duration
+		frac   float64
+		lo, hi time.Duration
+	}{
+		{time.Minute, 0.1, 54 * time.Second, 66 * time.Second},
+		{time.Minute, 0, time.Minute, time.Minute},
+		{0, 0.1, 0, 0},
+		{10, 5, 1, 20},
+	}
+	for _, c := range cases {
+		for range 100 {
+			if got := cache.Jitter(c.ttl, c.frac); got < c.lo || got > c.hi {
+				t.Fatalf("Jitter(%v, %v) = %v, want in [%v, %v]", c.ttl, c.frac, got, c.lo, c.hi)
+			}
+		}
+	}
+}
+
+func TestStoreDownFallsThrough(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	flaky := &storetest.Flaky{Backend: b}
+	flaky.Down.Store(true)
+	var reported int
+	c, _ := cache.New(cache.Config{Backend: flaky, OnError: func(string, error) { reported++ },
+		Load: func(context.Context, string) ([]byte, bool, error) { return []byte("origin"), true, nil }})
+	v, ok, err := c.Get(context.Background(), "k")
+	if string(v) != "origin" || !ok || err != nil || reported != 1 {
+		t.Fatalf("store down: got (%q, %v, %v, %d reports), want the origin's value and 1 report", v, ok, err, reported)
+	}
+}
+
+func TestGroupPanicAndCancel(t *testing.T) {
+	var g cache.Group
+	_, err := g.Do(context.Background(), "k", func(context.Context) (cache.Result, error) { panic("boom") })
+	var pe *cache.PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("panicking load: got %v, want *PanicError", err)
+	}
+	block := make(chan struct{})
+	go g.Do(context.Background(), "slow", func(context.Context) (cache.Result, error) { <-block; return cache.Result{}, nil })
+	time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.Do(ctx, "slow", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: got %v, want context.Canceled", err)
+	}
+	close(block)
+}

@@ -1,0 +1,42 @@
+package cache_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/engine"
+	"github.com/tidekv/tide/usecases/cache"
+	"github.com/tidekv/tide/usecases/store/embedded"
+)
+
+func ExampleCache() {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, _ := engine.New(engine.Config{Clock: clk})
+	defer e.Close()
+	b, _ := embedded.New(embedded.Config{Engine: e, Clock: clk})
+	products := map[string]string{"sku-1": "kettle"}
+	c, _ := cache.New(cache.Config{
+		Backend:     b,
+		TTL:         10 * time.Minute, // ±10% jitter by default
+		NegativeTTL: 30 * time.Second,
+		Load: func(_ context.Context, sku string) ([]byte, bool, error) {
+			fmt.Println("  origin lookup:", sku)
+			v, ok := products[sku]
+			return []byte(v), ok, nil
+		},
+	})
+	ctx := context.Background()
+	for _, sku := range []string{"sku-1", "sku-1", "sku-404", "sku-404"} {
+		v, ok, _ := c.Get(ctx, sku)
+		fmt.Printf("%s: %q %v\n", sku, v, ok)
+	}
+	// Output:
+	//   origin lookup: sku-1
+	// sku-1: "kettle" true
+	// sku-1: "kettle" true
+	//   origin lookup: sku-404
+	// sku-404: "" false
+	// sku-404: "" false
+}

@@ -1,0 +1,80 @@
+package cache
+
+import (
+	"context"
+	"sync"
+)
+
+// Result is what a Group's function returns.
+type Result struct {
+	Value []byte
+	Found bool
+}
+
+// Group runs at most one load per key at a time: callers that arrive while
+// a load for their key is running wait for it and share its result. Its
+// zero value is ready to use; it is safe for concurrent use.
+//
+// The load runs with the first caller's context values but without its
+// cancellation (so one caller giving up does not fail the others); a
+// waiter whose own context ends stops waiting with ctx.Err(). A load that
+// panics is reported to every waiter as an error, and the panic is not
+// propagated.
+type Group struct {
+	mu    sync.Mutex
+	calls map[string]*call
+}
+
+type call struct {
+	done chan struct{}
+	res  Result
+	err  error
+	dups int
+}
+
+// Do runs fn for key unless a run is in flight, and returns its result;
+// shared reports whether the result was another caller's run.
+func (g *Group) Do(ctx context.Context, key string, fn func(context.Context) (Result, error)) (Result, error) {
+	r, _, err := g.DoShared(ctx, key, fn)
+	return r, err
+}
+
+// DoShared is Do that also reports whether the result was shared.
+func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Context) (Result, error)) (r Result, shared bool, err error) {
+	g.mu.Lock()
+	if g.calls == nil {
+		g.calls = map[string]*call{}
+	}
+	if c, ok := g.calls[key]; ok {
+		c.dups++
+		g.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.res, true, c.err
+		case <-ctx.Done():
+			return Result{}, true, ctx.Err()
+		}
+	}
+	c := &call{done: make(chan struct{})}
+	g.calls[key] = c
+	g.mu.Unlock()
+
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				c.err = &PanicError{Value: p}
+			}
+		}()
+		c.res, c.err = fn(context.WithoutCancel(ctx))
+	}()
+	g.mu.Lock()
+	delete(g.calls, key)
+	g.mu.Unlock()
+	close(c.done)
+	return c.res, false, c.err
+}
+
+// PanicError reports a load function that panicked.
+type PanicError struct{ Value any }
+
+func (e *PanicError) Error() string { return "tide: cache load panicked" }
