@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestDemo(t *testing.T) {
+	var buf bytes.Buffer
+	out = &buf
+	if err := run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ivy comes back after 16 idle minutes: session valid = false",
+		"the sliding idle timer never ran out, but the absolute 1h cap did",
+		"rita's laptop: valid = false; phone: valid = false",
+		"writes 20%: tide: flag changed concurrently",
+		"rev 3  10:18  by oncall",
+		"429(retry 1s)",
+		`→ 201 {"charge":"ch_1","amount":4999} (replayed)`,
+		"→ 422",
+		"card charged 1 time(s)",
+		"generation 42: accepted",
+		"generation 41: REJECTED",
+		"200 SMS sent — 2× the budget",
+		"100 SMS sent — the budget holds",
+	}
+	for _, w := range want {
+		if !strings.Contains(buf.String(), w) {
+			t.Errorf("demo output lacks %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Log(buf.String())
+	}
+}
