@@ -247,20 +247,34 @@ func (s *shard) setDeadlineLocked(slot uint32, en *entry, d int64) {
 	en.deadline = d
 	if d != 0 && (old == 0 || d < old) {
 		s.idx.Add(expiry.Item{Deadline: d, Slot: slot})
-		if s.idx.Len() > 2*s.ttlLive+256 {
-			s.rebuildIndexLocked()
+	}
+	s.boundIndexLocked()
+}
+
+// rebuildIndexLocked drops the index's garbage, leaving one item per live
+// entry with a deadline, at that deadline. Every such entry has an item
+// already, so walking the index finds them all: the cost is proportional to
+// the index, not to the shard.
+func (s *shard) rebuildIndexLocked() {
+	keep := make([]expiry.Item, 0, s.ttlLive)
+	s.idx.Ascend(func(it expiry.Item) bool {
+		if en := &s.ents[it.Slot]; en.flags&flagLive != 0 && en.deadline != 0 {
+			keep = append(keep, expiry.Item{Deadline: en.deadline, Slot: it.Slot})
 		}
+		return true
+	})
+	s.idx.Clear()
+	for _, it := range keep {
+		s.idx.Add(it) // duplicates collapse
 	}
 }
 
-// rebuildIndexLocked drops the index's garbage: one item per live entry with
-// a deadline, at that deadline.
-func (s *shard) rebuildIndexLocked() {
-	s.idx.Clear()
-	for i := range s.ents {
-		if en := &s.ents[i]; en.flags&flagLive != 0 && en.deadline != 0 {
-			s.idx.Add(expiry.Item{Deadline: en.deadline, Slot: uint32(i)})
-		}
+// boundIndexLocked rebuilds the index when garbage outnumbers the live
+// entries with a deadline (plus a constant), so the index never holds more
+// than about twice what it must. Amortized O(log n) per garbage item.
+func (s *shard) boundIndexLocked() {
+	if s.idx.Len() > 2*s.ttlLive+256 {
+		s.rebuildIndexLocked()
 	}
 }
 
@@ -275,9 +289,7 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 		*ev = append(*ev, Removal{Key: string(s.keyOf(en)), Value: append([]byte(nil), s.valueOf(en)...), Version: en.version, Cause: cause})
 	}
 	s.tab.Delete(table.Tag(hash), slot)
-	if en.deadline != 0 {
-		s.ttlLive-- // its index item is now garbage
-	}
+	hadTTL := en.deadline != 0
 	if en.flags&flagTracked != 0 {
 		s.pol.Remove(evict.Handle(slot))
 		s.evictb -= en.size()
@@ -295,6 +307,10 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	}
 	*en = entry{off: s.freeHead}
 	s.freeHead = slot + 1
+	if hadTTL {
+		s.ttlLive-- // its index item is now garbage
+		s.boundIndexLocked()
+	}
 }
 
 // reclaimDueLocked removes up to max due entries, earliest first. It pops
@@ -315,12 +331,13 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 		switch {
 		case en.flags&flagLive == 0 || en.deadline == 0:
 			// Garbage: the entry is gone or lost its TTL.
-		case en.deadline <= now:
+		case en.deadline == it.Deadline:
 			s.removeLocked(it.Slot, 0, Expired, ev)
 			n++
 		case en.deadline > it.Deadline:
 			// The deadline moved later: file it there (a no-op if an
-			// item at that deadline exists already).
+			// item at that deadline exists already), so that entries
+			// leave in the order of their own deadlines.
 			s.idx.Add(expiry.Item{Deadline: en.deadline, Slot: it.Slot})
 		}
 	}
