@@ -246,9 +246,9 @@ func RunSession(t *testing.T, newFixture NewFunc) {
 				t.Errorf("Save of %s returned nil but its update was lost", name)
 			}
 		}
-		if len(landed) == 0 {
-			t.Error("no plain Save succeeded")
-		}
+		// Over a network every plain Save may lose its race to some Update
+		// and correctly report ErrConflict, so none landing is not an error.
+		t.Logf("%d of %d plain Saves landed; the rest reported ErrConflict", len(landed), n)
 	})
 }
 
