@@ -26,6 +26,9 @@ func TestEntryOverheadMatchesHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills 1M entries")
 	}
+	if raceEnabled {
+		t.Skip("measures the heap; the race detector inflates it and the time (CI runs it without -race)")
+	}
 	tests := []struct {
 		n, vlen int
 		ttl     bool
