@@ -203,14 +203,21 @@ func (s *Server) signal(sig os.Signal) {
 	}
 }
 
-// Client returns a client of the server with short timeouts (so that a
-// fault shows in well under a second), closed when the test ends.
+// Client returns a client of the server with go-redis's default timeouts
+// (3 s reads), closed when the test ends.
 func (s *Server) Client(tb testing.TB) *redis.Client {
+	return s.ClientTimeout(tb, 0)
+}
+
+// ClientTimeout returns a client whose dial, read and write timeouts are d
+// (0: go-redis's defaults), closed when the test ends. A short d makes a
+// fault show quickly.
+func (s *Server) ClientTimeout(tb testing.TB, d time.Duration) *redis.Client {
 	c := redis.NewClient(&redis.Options{
 		Addr:          s.Addr,
-		DialTimeout:   500 * time.Millisecond,
-		ReadTimeout:   500 * time.Millisecond,
-		WriteTimeout:  500 * time.Millisecond,
+		DialTimeout:   d,
+		ReadTimeout:   d,
+		WriteTimeout:  d,
 		MaxRetries:    1, // Backend's scripts are never retried; this is for TIME
 		DialerRetries: 1,
 		PoolSize:      32,
