@@ -41,6 +41,7 @@ func TestParse(t *testing.T) {
 		{"tinylfu", "tinylfu", false, nil},
 		{"w-tinylfu", "tinylfu", false, nil},
 		{"volatile-tinylfu", "volatile-tinylfu", true, nil},
+		{"S3-FIFO", "s3fifo", false, nil},
 		{"lru", "", false, ErrUnknownPolicy},
 		{"allkeys-ttl", "", false, ErrUnknownPolicy},
 	}

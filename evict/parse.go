@@ -11,12 +11,12 @@ var Specs = []Spec{
 	NoEviction,
 	AllKeysLRU, AllKeysLFU, AllKeysRandom,
 	VolatileLRU, VolatileLFU, VolatileRandom, VolatileTTL,
-	TinyLFU, VolatileTinyLFU,
+	TinyLFU, VolatileTinyLFU, S3FIFO,
 }
 
 // Parse returns the built-in Spec with the given name, as Redis spells
 // maxmemory-policy values ("allkeys-lru", "volatile-ttl", ...) plus tide's
-// "tinylfu" and "volatile-tinylfu". Case and surrounding space are ignored.
+// "tinylfu", "volatile-tinylfu" and "s3fifo". Case and surrounding space are ignored.
 // The empty name is NoEviction. An unknown name yields an error wrapping
 // ErrUnknownPolicy.
 func Parse(name string) (Spec, error) {
@@ -27,6 +27,8 @@ func Parse(name string) (Spec, error) {
 	switch n {
 	case "w-tinylfu", "wtinylfu", "allkeys-tinylfu":
 		n = "tinylfu"
+	case "s3-fifo", "allkeys-s3fifo":
+		n = "s3fifo"
 	}
 	for _, s := range Specs {
 		if s.Name == n {

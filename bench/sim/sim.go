@@ -234,7 +234,7 @@ func (c *PolicyCache) Close() {}
 // the traces have no TTLs, so they are not listed (volatile-ttl would have
 // nothing to order by).
 func TideContenders() []Contender {
-	specs := []evict.Spec{evict.TinyLFU, evict.AllKeysLRU, evict.AllKeysLFU, evict.AllKeysRandom}
+	specs := []evict.Spec{evict.TinyLFU, evict.AllKeysLRU, evict.AllKeysLFU, evict.AllKeysRandom, evict.S3FIFO}
 	var cs []Contender
 	for _, s := range specs {
 		cs = append(cs, Contender{Name: "tide " + s.Name, Tide: true, New: func(n int) Cache { return NewPolicyCache(s, n) }})

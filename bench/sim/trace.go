@@ -128,7 +128,7 @@ type Trace struct {
 	Name  string // short name used on the command line and in file names
 	Title string
 	Caps  []int // capacities in entries
-	Quick []int // capacities for -quick runs (nil: skip in quick mode)
+	Quick []int // capacities for -quick runs (nil: skip in quick mode; only the small traces have them)
 	load  func() ([]uint64, error)
 }
 
@@ -153,16 +153,16 @@ func steps(from, to, step int) []int {
 
 // Traces lists every workload of the hit-ratio table, in table order.
 var Traces = []*Trace{
-	{Name: "oltp", Title: "OLTP (ARC)", Caps: steps(250, 2000, 250), Quick: []int{500, 2000}, load: file("arc/OLTP.lis.gz", ARC)},
+	{Name: "oltp", Title: "OLTP (ARC)", Caps: steps(250, 2000, 250), load: file("arc/OLTP.lis.gz", ARC)},
 	{Name: "glimpse", Title: "Glimpse (LIRS gli)", Caps: steps(250, 2000, 250), Quick: []int{500, 1000}, load: file("lirs/gli.trace.gz", LIRS)},
-	{Name: "loop", Title: "Loop (LIRS)", Caps: steps(250, 1250, 250), Quick: []int{500}, load: file("lirs/loop.trace.gz", LIRS)},
+	{Name: "loop", Title: "Loop (LIRS)", Caps: steps(250, 1250, 250), load: file("lirs/loop.trace.gz", LIRS)},
 	{Name: "multi1", Title: "multi1 (LIRS)", Caps: []int{250, 500, 1000, 1500, 2000}, Quick: []int{500}, load: file("lirs/multi1.trace.gz", LIRS)},
 	{Name: "multi2", Title: "multi2 (LIRS)", Caps: []int{250, 500, 1000, 1500, 2000}, Quick: []int{500}, load: file("lirs/multi2.trace.gz", LIRS)},
 	{Name: "multi3", Title: "multi3 (LIRS)", Caps: []int{250, 500, 1000, 1500, 2000}, Quick: []int{500}, load: file("lirs/multi3.trace.gz", LIRS)},
 	{Name: "sprite", Title: "Sprite (LIRS)", Caps: []int{100, 250, 500, 1000, 2000}, Quick: []int{250}, load: file("lirs/sprite.trace.gz", LIRS)},
 	{Name: "p3", Title: "P3 (ARC)", Caps: []int{25_000, 50_000, 100_000, 200_000, 300_000, 400_000}, load: file("arc/P3.lis.gz", ARC)},
 	{Name: "scarab", Title: "Scarab recs", Caps: []int{1_000, 5_000, 10_000, 25_000, 50_000, 75_000, 100_000}, load: file("scarab/scarab-recs.trace.gz", Int64)},
-	{Name: "mixed", Title: "Mixed: Corda + Loop + Corda", Caps: steps(250, 2000, 250), Quick: []int{500, 1250}, load: mixed},
+	{Name: "mixed", Title: "Mixed: Corda + Loop + Corda", Caps: steps(250, 2000, 250), load: mixed},
 	{Name: "zipf099", Title: "Zipf s=0.99, 1M keys, 1M requests", Caps: []int{1_000, 5_000, 10_000, 50_000, 100_000}, load: func() ([]uint64, error) { return Zipf(0.99, 1_000_000, 1_000_000, 1), nil }},
 	{Name: "zipf1", Title: "Zipf s=1.0001, 1M keys, 1M requests", Caps: []int{1_000, 5_000, 10_000, 50_000, 100_000}, load: func() ([]uint64, error) { return Zipf(1.0001, 1_000_000, 1_000_000, 2), nil }},
 	{Name: "otterzipf", Title: "otter's Zipf (rand.NewZipf s=1.0001 v=10 imax=5e7, 1M requests)", Caps: []int{500, 5_000, 20_000, 80_000}, load: func() ([]uint64, error) { return OtterZipf(1_000_000, 1), nil }},

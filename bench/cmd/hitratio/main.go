@@ -40,6 +40,9 @@ func main() {
 	)
 	flag.Parse()
 	log.SetFlags(0)
+	if *quick {
+		*runs, *slow = 1, 1
+	}
 	if *workers <= 0 {
 		*workers = 2 * runtime.GOMAXPROCS(0)
 	}

@@ -1,0 +1,301 @@
+package evict
+
+import "sync/atomic"
+
+// S3FIFO is the S3-FIFO policy (Yang et al., "FIFO queues are all you need
+// for cache eviction", SOSP 2023); see S3FIFOPolicy.
+var S3FIFO = Spec{Name: "s3fifo", New: newS3FIFOPolicy}
+
+func newS3FIFOPolicy(shardBytes int64) Policy { return NewS3FIFO(shardBytes) }
+
+const (
+	s3Small     = 0.10 // share of the cap for the small queue
+	s3MaxFreq   = 3
+	s3Promote   = 1 // a small-queue entry read more than this moves to main
+	s3GhostMult = 1 // ghost holds about as many hashes as main holds entries
+)
+
+// S3FIFOPolicy is an S3-FIFO policy: three FIFO queues and a 2-bit read
+// counter per entry, no LRU reordering.
+//
+// New entries go to a small FIFO queue (10% of the cap) unless their key's
+// hash is in the ghost queue, in which case they go straight to the main
+// queue. When the small queue is over its share, its oldest entry is
+// evicted (and its hash remembered in the ghost queue) unless it was read
+// more than once, in which case it moves to the main queue. The main queue
+// is a CLOCK: its oldest entry is evicted if it was not read since it was
+// last considered, else its counter drops by one and it goes back to the
+// head. Most one-hit wonders thus leave the cache after a short stay in the
+// small queue.
+//
+// Concurrency: Access is one atomic load and, unless the counter is already
+// at 3, one store to the entry's own counter; no buffers, no locks, no
+// shared writes. Miss does nothing.
+//
+// Cost: Access and Miss O(1); Add, Update, Remove O(1); Victim O(1)
+// amortized (each entry it skips paid for it with a read). Memory: about 29
+// bytes per entry (hash, size, list links, counter, queue) plus 8 bytes per
+// ghost hash and a map entry for it.
+//
+// Choose it when read throughput matters most and the workload has many
+// one-hit wonders (web and object caches); TinyLFU usually wins on
+// frequency-skewed and looping workloads.
+type S3FIFOPolicy struct {
+	hint    int64
+	maximum int64
+	total   int64
+	count   int
+
+	hash       []uint64
+	size       []int64
+	prev, next []uint32
+	seg        []uint8 // segNone, s3S, s3M
+	freq       []atomic.Uint32
+	q          [3]queue
+
+	ghost     []uint64 // ring of hashes
+	ghostHead int
+	ghostLen  int
+	ghostSet  map[uint64]uint32
+}
+
+const (
+	s3S uint8 = 1
+	s3M uint8 = 2
+)
+
+// NewS3FIFO returns an empty S3-FIFO policy for a shard whose cap is
+// shardBytes; zero or negative means unknown (the cap is then the largest
+// total size seen).
+func NewS3FIFO(shardBytes int64) *S3FIFOPolicy {
+	p := &S3FIFOPolicy{hint: shardBytes, maximum: max(shardBytes, 0), ghostSet: map[uint64]uint32{}}
+	for i := range p.q {
+		p.q[i] = queue{head: none, tail: none}
+	}
+	return p
+}
+
+func (p *S3FIFOPolicy) grow(h Handle) {
+	if int(h) < len(p.seg) {
+		return
+	}
+	n := max(int(h)+1, 2*len(p.seg), 16)
+	u32 := func(s []uint32) []uint32 { t := make([]uint32, n); copy(t, s); return t }
+	p.prev, p.next = u32(p.prev), u32(p.next)
+	h2 := make([]uint64, n)
+	copy(h2, p.hash)
+	p.hash = h2
+	s2 := make([]int64, n)
+	copy(s2, p.size)
+	p.size = s2
+	g2 := make([]uint8, n)
+	copy(g2, p.seg)
+	p.seg = g2
+	f2 := make([]atomic.Uint32, n)
+	for i := range p.freq {
+		f2[i].Store(p.freq[i].Load())
+	}
+	p.freq = f2
+}
+
+func (p *S3FIFOPolicy) tracked(h Handle) bool { return int(h) < len(p.seg) && p.seg[h] != segNone }
+
+func (p *S3FIFOPolicy) link(h Handle, s uint8) {
+	q := &p.q[s]
+	p.seg[h] = s
+	p.prev[h] = none
+	p.next[h] = q.head
+	if q.head != none {
+		p.prev[q.head] = uint32(h)
+	} else {
+		q.tail = uint32(h)
+	}
+	q.head = uint32(h)
+	q.bytes += p.size[h]
+	q.n++
+}
+
+func (p *S3FIFOPolicy) unlink(h Handle) {
+	q := &p.q[p.seg[h]]
+	pr, nx := p.prev[h], p.next[h]
+	if pr != none {
+		p.next[pr] = nx
+	} else {
+		q.head = nx
+	}
+	if nx != none {
+		p.prev[nx] = pr
+	} else {
+		q.tail = pr
+	}
+	q.bytes -= p.size[h]
+	q.n--
+	p.seg[h] = segNone
+}
+
+// ghostAdd remembers hash, forgetting the oldest when the ring is full.
+func (p *S3FIFOPolicy) ghostAdd(hash uint64) {
+	limit := max(16, s3GhostMult*p.count)
+	if len(p.ghost) < limit {
+		n := max(16, min(limit, 2*len(p.ghost)))
+		g := make([]uint64, n)
+		for i := range p.ghostLen {
+			g[i] = p.ghost[(p.ghostHead+i)%len(p.ghost)]
+		}
+		p.ghost, p.ghostHead = g, 0
+	}
+	for p.ghostLen >= min(limit, len(p.ghost)) {
+		p.ghostPop()
+	}
+	p.ghost[(p.ghostHead+p.ghostLen)%len(p.ghost)] = hash
+	p.ghostLen++
+	p.ghostSet[hash]++
+}
+
+func (p *S3FIFOPolicy) ghostPop() {
+	old := p.ghost[p.ghostHead]
+	p.ghostHead = (p.ghostHead + 1) % len(p.ghost)
+	p.ghostLen--
+	if c := p.ghostSet[old]; c <= 1 {
+		delete(p.ghostSet, old)
+	} else {
+		p.ghostSet[old] = c - 1
+	}
+}
+
+// Add implements Policy.
+func (p *S3FIFOPolicy) Add(h Handle, e Entry) {
+	if p.tracked(h) {
+		p.Update(h, e)
+		return
+	}
+	p.grow(h)
+	p.hash[h] = e.Hash
+	p.size[h] = max(e.Size, 0)
+	p.freq[h].Store(0)
+	p.total += p.size[h]
+	p.count++
+	if p.hint <= 0 {
+		p.maximum = max(p.maximum, p.total)
+	}
+	if p.ghostSet[e.Hash] > 0 {
+		// Seen recently and evicted from the small queue too early. The
+		// hash stays in the ghost ring until it ages out.
+		p.link(h, s3M)
+		return
+	}
+	p.link(h, s3S)
+}
+
+// Update implements Policy; a write counts as a read.
+func (p *S3FIFOPolicy) Update(h Handle, e Entry) {
+	if !p.tracked(h) {
+		p.Add(h, e)
+		return
+	}
+	s := max(e.Size, 0)
+	p.q[p.seg[h]].bytes += s - p.size[h]
+	p.total += s - p.size[h]
+	p.size[h] = s
+	p.hash[h] = e.Hash
+	p.Access(h)
+}
+
+// Remove implements Policy.
+func (p *S3FIFOPolicy) Remove(h Handle) {
+	if !p.tracked(h) {
+		return
+	}
+	p.unlink(h)
+	p.total -= p.size[h]
+	p.count--
+}
+
+// Access implements Policy. It is safe for concurrent use and never blocks.
+func (p *S3FIFOPolicy) Access(h Handle) {
+	if int(h) >= len(p.freq) {
+		return
+	}
+	if f := p.freq[h].Load(); f < s3MaxFreq {
+		p.freq[h].Store(f + 1)
+	}
+}
+
+// Miss implements Policy; S3-FIFO ignores misses.
+func (p *S3FIFOPolicy) Miss(uint64) {}
+
+// Victim implements Policy.
+func (p *S3FIFOPolicy) Victim(int64) (Handle, bool) {
+	if p.count == 0 {
+		return 0, false
+	}
+	small := int64(s3Small * float64(p.maximum))
+	// Each pass either returns or moves an entry that has a read to spend,
+	// so the loop ends; the bound is a safety net.
+	for range 4*p.count + 4 {
+		s, m := p.q[s3S].tail, p.q[s3M].tail
+		if s != none && (p.q[s3S].bytes >= small || m == none) {
+			if p.freq[s].Load() > s3Promote {
+				p.unlink(Handle(s))
+				p.freq[s].Store(0)
+				p.link(Handle(s), s3M)
+				continue
+			}
+			p.ghostAdd(p.hash[s])
+			return Handle(s), true
+		}
+		if m == none {
+			break
+		}
+		if f := p.freq[m].Load(); f > 0 {
+			p.freq[m].Store(f - 1)
+			p.unlink(Handle(m))
+			p.link(Handle(m), s3M)
+			continue
+		}
+		return Handle(m), true
+	}
+	if t := p.q[s3M].tail; t != none {
+		return Handle(t), true
+	}
+	return Handle(p.q[s3S].tail), true
+}
+
+// Len reports how many entries the policy tracks.
+func (p *S3FIFOPolicy) Len() int { return p.count }
+
+func (p *S3FIFOPolicy) check() error {
+	n, total := 0, int64(0)
+	for s := s3S; s <= s3M; s++ {
+		q := p.q[s]
+		cnt, bytes := 0, int64(0)
+		prev := none
+		for h := q.head; h != none; h = p.next[h] {
+			if p.seg[h] != s || p.prev[h] != prev {
+				return errorf("s3fifo: handle %d in queue %d: seg %d prev %d want %d", h, s, p.seg[h], p.prev[h], prev)
+			}
+			prev = h
+			cnt++
+			bytes += p.size[h]
+			if cnt > len(p.seg) {
+				return errorf("s3fifo: cycle in queue %d", s)
+			}
+		}
+		if q.tail != prev || cnt != q.n || bytes != q.bytes {
+			return errorf("s3fifo: queue %d: tail %d/%d n %d/%d bytes %d/%d", s, q.tail, prev, q.n, cnt, q.bytes, bytes)
+		}
+		n += cnt
+		total += bytes
+	}
+	if n != p.count || total != p.total {
+		return errorf("s3fifo: count %d/%d total %d/%d", p.count, n, p.total, total)
+	}
+	sum := uint32(0)
+	for _, c := range p.ghostSet {
+		sum += c
+	}
+	if int(sum) != p.ghostLen || p.ghostLen > len(p.ghost) {
+		return errorf("s3fifo: ghost set counts %d, ring %d/%d", sum, p.ghostLen, len(p.ghost))
+	}
+	return nil
+}
