@@ -66,6 +66,11 @@ const (
 	SlidingWindow
 )
 
+// GCRA is TokenBucket: the bucket is computed as the generic cell rate
+// algorithm (one "theoretical arrival time" per key), which is the same
+// limit.
+const GCRA = TokenBucket
+
 func (a Algorithm) String() string {
 	switch a {
 	case TokenBucket:

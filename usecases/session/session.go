@@ -124,6 +124,10 @@ type Session struct {
 	version uint64
 }
 
+// Version returns the store version the session was loaded or last saved
+// at (the compare-and-swap token of its next Save).
+func (s *Session) Version() uint64 { return s.version }
+
 // Get returns the value stored under name.
 func (s *Session) Get(name string) ([]byte, bool) {
 	v, ok := s.Values[name]
