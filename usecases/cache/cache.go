@@ -60,7 +60,8 @@ type Config struct {
 	OnError func(key string, err error)
 }
 
-// Cache is a read-through cache. It is safe for concurrent use. A hit costs
+// Cache is a read-through cache. Create it with New; its zero value is not
+// usable. It is safe for concurrent use. A hit costs
 // one store read; a miss one read, one load (shared by concurrent callers)
 // and one write.
 type Cache struct {

@@ -73,8 +73,3 @@ func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Contex
 	close(c.done)
 	return c.res, false, c.err
 }
-
-// PanicError reports a load function that panicked.
-type PanicError struct{ Value any }
-
-func (e *PanicError) Error() string { return "tide: cache load panicked" }

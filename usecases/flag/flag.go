@@ -120,8 +120,8 @@ type Config struct {
 	LocalClock clock.Clock
 }
 
-// Store is a feature-flag store over a store.Backend. It is safe for
-// concurrent use. Get is one store read; a write is one store read plus one
+// Store is a feature-flag store over a store.Backend. Create it with New;
+// its zero value is not usable. It is safe for concurrent use. Get is one store read; a write is one store read plus one
 // atomic decision; Cached is a map lookup when fresh. Close stops the
 // watcher goroutine, if one was started.
 type Store struct {

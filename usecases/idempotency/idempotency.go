@@ -131,9 +131,11 @@ type Claim struct {
 	RetryAfter time.Duration
 }
 
-// Store is an idempotency store over a store.Backend. It is safe for
-// concurrent use and keeps no state of its own; Claim, Complete and Release
-// are one store decision each (one round trip on a remote backend).
+// Store is an idempotency store over a store.Backend. Create it with New;
+// its zero value is not usable. It is safe for concurrent use and keeps no
+// state of its own; Claim, Complete and Release are one store decision each
+// (one round trip on a remote backend), Do is a Claim plus a Complete or
+// Release around the caller's function.
 type Store struct {
 	cfg Config
 }

@@ -108,9 +108,10 @@ type Info struct {
 	Fence uint64
 }
 
-// Manager acquires, renews and releases leases. It is safe for concurrent
-// use and keeps no state of its own: each call is one store decision (one
-// round trip on a remote backend), plus one Floor call per Acquire if set.
+// Manager acquires, renews and releases leases. Create it with New; its
+// zero value is not usable. It is safe for concurrent use and keeps no
+// state of its own: each call is one store decision (one round trip on a
+// remote backend), plus one Floor call per Acquire if set.
 type Manager struct {
 	cfg Config
 }

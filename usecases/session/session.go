@@ -155,8 +155,9 @@ type Info struct {
 	Deadline   time.Time
 }
 
-// Manager creates, loads, saves and revokes sessions. It is safe for
-// concurrent use and keeps no state of its own. Cost: Load is one Get (plus
+// Manager creates, loads, saves and revokes sessions. Create it with New;
+// its zero value is not usable. It is safe for concurrent use and keeps no
+// state of its own. Cost: Load is one Get (plus
 // one CAS when a touch is due); Save one CAS; Create and Destroy also
 // update the user's index (a Get and a CAS).
 type Manager struct {
@@ -479,6 +480,9 @@ func (m *Manager) DestroyAll(ctx context.Context, userID string) (int, error) {
 		// Remove the index only if nobody added a session meanwhile.
 		d, err := m.cfg.Backend.CompareAndDelete(ctx, m.indexKey(userID), v)
 		if err != nil || d {
+			return n, err
+		}
+		if err := ctx.Err(); err != nil {
 			return n, err
 		}
 	}

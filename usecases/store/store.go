@@ -49,8 +49,11 @@
 //
 // SetOptions.Pin and IncrOptions.Pin exempt a key from eviction on the
 // embedded engine. A Redis backend cannot pin keys; it must document that
-// it requires maxmemory-policy noeviction or a volatile-* policy (pinned
-// keys are written without a TTL, so volatile policies never evict them).
+// it requires maxmemory-policy noeviction, or a volatile-* policy, under
+// which the keys that matter most (fence counters, flags, audit logs) are
+// safe because they have no TTL, while pinned keys with a TTL (leases,
+// sessions with session.Config.Pin) may still be evicted, with the
+// consequences each adapter documents.
 //
 // # Errors
 //

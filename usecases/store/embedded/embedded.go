@@ -34,7 +34,8 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// Backend is store.Backend on an engine. It is safe for concurrent use; it
+// Backend is store.Backend on an engine. Create it with New; its zero value
+// is not usable. It is safe for concurrent use; it
 // holds no state of its own, so several Backends on one engine behave as
 // one. Cost: a primitive costs one engine call; a decision costs two to
 // four engine calls per attempt, plus one attempt per concurrent writer it
