@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,9 +33,6 @@ var fixtureSeq atomic.Int64
 func newFixtureFunc(srv *redisserver.Server, tb testing.TB) storetest.NewFunc {
 	client := srv.Client(tb)
 	return func(t *testing.T) storetest.Fixture {
-		if reason, ok := knownRealTimeIssue(t.Name()); ok && os.Getenv("REDISSTORE_STRICT") == "" {
-			t.Skip("not run on Redis (set REDISSTORE_STRICT=1 to run): " + reason)
-		}
 		b, err := redisstore.New(redisstore.Config{Client: client, Prefix: fmt.Sprintf("t%d:", fixtureSeq.Add(1))})
 		if err != nil {
 			t.Fatal(err)
@@ -68,26 +64,5 @@ func sleeper() func(time.Duration) {
 // concurrency cases load the machine and would skew the other's timing.)
 func TestUseCases(t *testing.T) {
 	srv := redisserver.Start(t)
-	nf := newFixtureFunc(srv, t)
-	t.Run("RateLimit", func(t *testing.T) { storetest.RunRateLimit(t, nf) })
-	t.Run("Lease", func(t *testing.T) { storetest.RunLease(t, nf) })
-	t.Run("Idempotency", func(t *testing.T) { storetest.RunIdempotency(t, nf) })
-	t.Run("Session", func(t *testing.T) { storetest.RunSession(t, nf) })
-}
-
-// realTimeIssues are suite cases whose assertion assumes the embedded
-// backend's speed rather than the contract; each is reported in NOTES.md.
-var realTimeIssues = map[string]string{
-	"Session/ConcurrentUpdatesNeverLost": "it requires at least one of 32 plain Saves racing 32 Updates to land; " +
-		"over a network each Save's load-then-CAS window spans three round trips in which some Update lands, " +
-		"so all 32 may correctly return ErrConflict (the no-lost-update checks pass)",
-}
-
-func knownRealTimeIssue(name string) (string, bool) {
-	for k, reason := range realTimeIssues {
-		if strings.HasSuffix(name, k) {
-			return reason, true
-		}
-	}
-	return "", false
+	storetest.RunUseCases(t, newFixtureFunc(srv, t))
 }
