@@ -32,6 +32,7 @@ var (
 	chartDir = flag.String("charts", "charts", "charts directory")
 	readme   = flag.String("readme", "", "splice the tables into this file between the results markers")
 	out      = flag.String("out", "results/REPORT.md", "write the tables here")
+	note     = flag.String("note", "", "a line to print under the environment (e.g. the commit measured)")
 )
 
 var mixes = []string{"100-0", "90-10", "75-25", "50-50"}
@@ -409,6 +410,17 @@ func main() {
 	}
 
 	var all bytes.Buffer
+	var env struct {
+		Env bench.Env `json:"env"`
+	}
+	if readJSON(filepath.Join(*resDir, "memory.json"), &env) {
+		e := env.Env
+		fmt.Fprintf(&all, "Run of %s on %s, %d CPUs (%s), %s. Peer versions as in the table above.", e.Date[:10], e.OS, e.CPUs, e.CPU, e.Go)
+		if *note != "" {
+			fmt.Fprintf(&all, " %s", *note)
+		}
+		all.WriteString("\n\n")
+	}
 	if sum.Len() > 0 {
 		all.WriteString("### Targets\n\n| target | measured | status |\n|---|---|---|\n")
 		all.Write(sum.Bytes())
