@@ -21,6 +21,10 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // the request proceeds without RateLimit headers.
 func Middleware(l *Limiter, key KeyFunc, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l == nil || key == nil {
+			http.Error(w, "rate limiter not configured", http.StatusInternalServerError)
+			return
+		}
 		k, ok := key(r)
 		if !ok {
 			next.ServeHTTP(w, r)

@@ -312,6 +312,9 @@ func (m *Manager) get(ctx context.Context, id string) (*Session, bool, error) {
 // last activity, and reports whether it wrote. A lost race is ErrConflict
 // (s is then stale; the winner refreshed the session).
 func (m *Manager) Touch(ctx context.Context, s *Session) (bool, error) {
+	if s == nil || !validID(s.ID) {
+		return false, ErrNotFound
+	}
 	now, err := m.cfg.Backend.Now(ctx)
 	if err != nil {
 		return false, err
