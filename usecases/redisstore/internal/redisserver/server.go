@@ -31,10 +31,11 @@ type Server struct {
 	// Addr is host:port, stable across Restart.
 	Addr string
 
-	tb   testing.TB
-	bin  string
-	port int
-	dir  string
+	tb    testing.TB
+	bin   string
+	port  int
+	dir   string
+	extra []string // more server arguments
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -55,6 +56,11 @@ func Find() string {
 // if no server binary is installed (fails if CI is set).
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return start(tb)
+}
+
+func start(tb testing.TB, extra ...string) *Server {
+	tb.Helper()
 	bin := Find()
 	if bin == "" {
 		msg := "redisserver: no redis-server or valkey-server on PATH; install one (Debian: apt-get install -y redis-server) to run the Redis backend tests"
@@ -63,7 +69,7 @@ func Start(tb testing.TB) *Server {
 		}
 		tb.Skip(msg)
 	}
-	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), extra: extra}
 	tb.Cleanup(s.Kill)
 	var err error
 	for range 5 { // a free port may be taken between probe and bind
@@ -90,7 +96,7 @@ func freePort() (int, error) {
 }
 
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -99,7 +105,8 @@ func (s *Server) start() error {
 		"--daemonize", "no",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 		"--maxmemory-policy", "noeviction",
-	)
+	}
+	cmd := exec.Command(s.bin, append(args, s.extra...)...)
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return err
