@@ -31,7 +31,7 @@ func main() {
 		traces  = flag.String("traces", "", "comma-separated trace names (default: all): "+names())
 		quick   = flag.Bool("quick", false, "small capacities of the small traces only; print to stdout")
 		peers   = flag.Bool("peers", true, "include the peer caches")
-		runs    = flag.Int("runs", 3, "runs to average for otter, whose result varies between runs (random hash seed)")
+		runs    = flag.Int("runs", 2, "runs to average for otter, whose result varies between runs (random hash seed)")
 		slow    = flag.Int("slow-runs", 1, "runs to average for theine and ristretto (random seeds too, but slow: Wait after every Set)")
 		workers = flag.Int("workers", 0, "parallel simulations (0 = 2×GOMAXPROCS: theine and ristretto spend time blocked in Wait)")
 		dir     = flag.String("dir", "", "trace directory (default $"+sim.EnvTraces+" or <repo>/../shared/traces)")
