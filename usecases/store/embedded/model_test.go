@@ -139,3 +139,138 @@ func TestWindowModels(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaseModel checks the lease decision against a model: one lease with
+// a holder, a token and an expiry time, and a fence that only grows.
+func TestLeaseModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b, clk, done := newRapidBackend(t)
+		defer done()
+		ttl := time.Duration(rapid.Int64Range(1, 10).Draw(t, "ttl_s")) * time.Second
+		holders := []string{"a", "b", "c"}
+		var holder string
+		var token, fence uint64
+		var expiry int64
+		for i := range rapid.IntRange(1, 80).Draw(t, "steps") {
+			clk.Advance(time.Duration(rapid.Int64Range(0, 4000).Draw(t, "advance_ms")) * time.Millisecond)
+			now := clk.Now()
+			if holder != "" && now >= expiry {
+				holder = ""
+			}
+			op := store.LeaseOp(rapid.IntRange(0, 3).Draw(t, "op"))
+			who := rapid.SampledFrom(holders).Draw(t, "who")
+			tok := token
+			if rapid.Bool().Draw(t, "wrong_token") {
+				tok++
+			}
+			minTok := uint64(0)
+			if rapid.IntRange(0, 9).Draw(t, "floor") == 0 {
+				minTok = fence + uint64(rapid.IntRange(0, 5).Draw(t, "floor_by"))
+			}
+			var wantOK bool
+			switch op {
+			case store.LeaseAcquire:
+				if holder == "" {
+					wantOK = true
+					fence = max(fence+1, minTok)
+					holder, token, expiry = who, fence, now+int64(ttl)
+				}
+			case store.LeaseRenew:
+				if holder != "" && holder == who && tok == token {
+					wantOK, expiry = true, now+int64(ttl)
+				}
+			case store.LeaseRelease:
+				if holder != "" && holder == who && tok == token {
+					wantOK, holder = true, ""
+				}
+			case store.LeaseInspect:
+				wantOK = holder != ""
+			}
+			d := &store.Lease{Op: op, Key: "{l}", FenceKey: "{l}:fence", Holder: who, Token: tok, TTL: ttl, MinToken: minTok}
+			if err := b.Decide(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			if d.OK != wantOK || d.Fence != fence || d.Current.Holder != holder || (holder != "" && (d.Current.Token != token || d.Current.TTL != time.Duration(expiry-now))) {
+				t.Fatalf("step %d op %d by %s/%d: got ok %v fence %d current %+v, want ok %v fence %d holder %q token %d ttl %v",
+					i, op, who, tok, d.OK, d.Fence, d.Current, wantOK, fence, holder, token, time.Duration(expiry-now))
+			}
+		}
+	})
+}
+
+// TestIdempotencyModel checks the idempotency decision against a model of
+// the record: state, fingerprint, owner, lease end and retention end.
+func TestIdempotencyModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b, clk, done := newRapidBackend(t)
+		defer done()
+		lease := time.Duration(rapid.Int64Range(1, 5).Draw(t, "lease_s")) * time.Second
+		retention := lease * time.Duration(rapid.Int64Range(1, 4).Draw(t, "retention_x"))
+		type rec struct {
+			live      bool
+			completed bool
+			fp, owner string
+			leaseEnd  int64
+			end       int64
+			result    string
+		}
+		var r rec
+		for i := range rapid.IntRange(1, 80).Draw(t, "steps") {
+			clk.Advance(time.Duration(rapid.Int64Range(0, 3000).Draw(t, "advance_ms")) * time.Millisecond)
+			now := clk.Now()
+			if r.live && now >= r.end {
+				r = rec{}
+			}
+			op := store.IdemOp(rapid.IntRange(0, 3).Draw(t, "op"))
+			owner := rapid.SampledFrom([]string{"o1", "o2", "o3"}).Draw(t, "owner")
+			fp := rapid.SampledFrom([]string{"f1", "f2"}).Draw(t, "fp")
+			result := rapid.SampledFrom([]string{"r1", "r2"}).Draw(t, "result")
+			var want store.IdemOutcome
+			var wantRes, wantPrev, wantHolder string
+			switch {
+			case !r.live:
+				want = store.IdemAbsent
+				if op == store.IdemClaim {
+					want = store.IdemClaimed
+					r = rec{live: true, fp: fp, owner: owner, leaseEnd: now + int64(lease), end: now + int64(retention)}
+				}
+			case r.completed:
+				want, wantRes = store.IdemCompleted, r.result
+				if op == store.IdemClaim && fp != r.fp {
+					want, wantRes = store.IdemMismatch, ""
+				}
+			case op == store.IdemInspect:
+				want, wantHolder = store.IdemInProgress, r.owner
+			case op == store.IdemClaim:
+				switch {
+				case fp != r.fp:
+					want = store.IdemMismatch
+				case now < r.leaseEnd:
+					want, wantHolder = store.IdemInProgress, r.owner
+				default:
+					want, wantPrev = store.IdemRecovered, r.owner
+					r.owner, r.leaseEnd = owner, now+int64(lease)
+				}
+			case owner != r.owner:
+				want, wantHolder = store.IdemNotOwner, r.owner
+			case op == store.IdemRelease:
+				want = store.IdemReleased
+				r = rec{}
+			default: // complete
+				want, wantRes = store.IdemCompleted, result
+				r.completed, r.result = true, result
+			}
+			d := &store.Idempotency{Op: op, Key: "{i}", Fingerprint: []byte(fp), Owner: owner, Lease: lease, Retention: retention, Result: []byte(result)}
+			if op == store.IdemInspect {
+				d.Owner = ""
+			}
+			if err := b.Decide(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Outcome != want || string(d.StoredResult) != wantRes || d.PrevOwner != wantPrev || d.Holder != wantHolder {
+				t.Fatalf("step %d op %d owner %s fp %s: got (%v, %q, prev %q, holder %q), want (%v, %q, prev %q, holder %q)",
+					i, op, owner, fp, d.Outcome, d.StoredResult, d.PrevOwner, d.Holder, want, wantRes, wantPrev, wantHolder)
+			}
+		}
+	})
+}
