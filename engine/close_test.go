@@ -275,8 +275,9 @@ func TestCloseDuringOperations(t *testing.T) {
 //     on any key and shard, proceed. Close waits for the background expiry
 //     goroutine, so a listener blocked in active expiry delays Close until
 //     it returns.
-//   - It calls the engine: allowed (reads, writes, deletes), because no
-//     lock is held; but Close from the expiry goroutine deadlocks (F5).
+//   - It calls the engine: allowed (reads, writes, deletes, and Close, also
+//     from the expiry goroutine: Close then does not wait for itself), because
+//     no lock is held.
 
 // TestListenerPanics: a panicking listener leaves the engine consistent
 // and usable.
@@ -436,12 +437,11 @@ func TestListenerBlocks(t *testing.T) {
 	}
 	closed := make(chan struct{})
 	go func() { e.Close(); close(closed) }()
-	// Since 41913a9 Close does not wait for a listener running on the
-	// expiry goroutine (finding F8); before, it waited until the listener
-	// returned. Either way Close must return once the listener is released,
-	// and the goroutine must end.
+	// Close waits for the expiry goroutine, which is in the listener (for
+	// a while after 41913a9 it did not: finding F8, fixed in 5a02bec).
 	select {
 	case <-closed:
+		t.Fatal("Close returned while the expiry goroutine is still in a listener")
 	case <-time.After(20 * time.Millisecond):
 	}
 	close(release) // lets the delete and the expiry listener return
@@ -458,13 +458,10 @@ func TestListenerBlocks(t *testing.T) {
 	}
 }
 
-// TestCloseWaitsForExpiryListener is finding F8: Close called from another
-// goroutine while the expiry goroutine runs a listener returns before that
-// goroutine ends, so the listener runs after Close returned.
+// TestCloseWaitsForExpiryListener is finding F8 (fixed in 5a02bec): Close
+// called from another goroutine while the expiry goroutine runs a listener
+// must wait for that goroutine to end, so no listener runs after Close.
 func TestCloseWaitsForExpiryListener(t *testing.T) {
-	if !runKnownBugs() {
-		t.Skip("engine bug F8 (docs/RELIABILITY-findings.md); TIDE_KNOWN_BUGS=1 runs it")
-	}
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	var afterClose atomic.Bool
