@@ -8,6 +8,10 @@ import (
 // earliest-deadline due entries (finding F7, fixed in 41e13eb).
 const f7Fixed = true
 
+// f11Fixed makes the model require Stats.Due to be exact (finding F11,
+// open: it misses entries whose deadline moved later and then passed).
+const f11Fixed = false
+
 // FuzzEngineOps runs an arbitrary stream of every engine operation against
 // the reference model: writes with every option, CAS, deletes, reads,
 // TTL changes with every condition, counters, transactions, clock jumps,
