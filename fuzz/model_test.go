@@ -304,7 +304,7 @@ func (h *harness) verify() {
 		}
 		st := h.e.Stats()
 		dueOK := st.Due == due || !f11Fixed && st.Due <= due // F11: Due may undercount until fixed
-	if st.Entries != len(h.res) || st.Bytes != bytes || !dueOK {
+		if st.Entries != len(h.res) || st.Bytes != bytes || !dueOK {
 			h.failf("Stats entries=%d bytes=%d due=%d, model %d %d %d", st.Entries, st.Bytes, st.Due, len(h.res), bytes, due)
 		}
 		if n := h.e.Len(); n != len(h.res) {
