@@ -19,7 +19,7 @@ import "github.com/redis/go-redis/v9"
 // a key in the millisecond of its deadline, tide does not ("invisible from
 // the deadline on"), so a script treats PTTL 0 as due and deletes the key.
 
-const prelude = `#!lua
+const prelude = `
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -53,14 +53,24 @@ end
 // scriptSource maps each script to its source, for EVAL after NOSCRIPT.
 var scriptSource = map[*redis.Script]string{}
 
-func script(body string) *redis.Script {
-	s := redis.NewScript(prelude + body)
-	scriptSource[s] = prelude + body
+// script is a script that may grow memory: refused whole when the server
+// is over maxmemory.
+func script(body string) *redis.Script { return newScript("#!lua", body) }
+
+// shrinkScript is a script that only reads or deletes: it runs even when
+// the server is over maxmemory (reads and deletes always work, as in the
+// engine).
+func shrinkScript(body string) *redis.Script { return newScript("#!lua flags=allow-oom", body) }
+
+func newScript(shebang, body string) *redis.Script {
+	src := shebang + prelude + body
+	s := redis.NewScript(src)
+	scriptSource[s] = src
 	return s
 }
 
 // getScript: KEYS key. → nil | {value, version, pttl_ms}
-var getScript = script(`
+var getScript = shrinkScript(`
 local k = KEYS[1]
 if not live(k) then return false end
 local r = redis.call('HMGET', k, 'v', 'ver')
@@ -88,7 +98,7 @@ return ver
 `)
 
 // delScript: KEYS key; ARGV version ('0': any). → 1 deleted | 0
-var delScript = script(`
+var delScript = shrinkScript(`
 local k = KEYS[1]
 if not live(k) then return 0 end
 if ARGV[1] ~= '0' and redis.call('HGET', k, 'ver') ~= ARGV[1] then return 0 end

@@ -81,7 +81,7 @@ func (c *Cluster) Addrs() []string {
 
 // Client returns a cluster client, closed when the test ends.
 func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: 1, DialerRetries: 1, PoolSize: 32})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: 1, DialerRetries: 1, PoolSize: 128})
 	tb.Cleanup(func() { cc.Close() })
 	return cc
 }

@@ -227,7 +227,7 @@ func (s *Server) ClientTimeout(tb testing.TB, d time.Duration) *redis.Client {
 		WriteTimeout:  d,
 		MaxRetries:    1, // Backend's scripts are never retried; this is for TIME
 		DialerRetries: 1,
-		PoolSize:      32,
+		PoolSize:      128,
 	})
 	tb.Cleanup(func() { c.Close() })
 	return c
