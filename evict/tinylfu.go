@@ -224,10 +224,7 @@ func (p *WTinyLFU) maintain() {
 }
 
 func (p *WTinyLFU) climb() {
-	if p.maximum <= 0 || p.est <= 0 {
-		return
-	}
-	if p.total < p.maximum/2 {
+	if p.maximum <= 0 || p.est <= 0 || p.total < p.maximum/2 {
 		// Not evicting yet: the hit rate says nothing about the split
 		// between window and main.
 		p.hits, p.missN = 0, 0
@@ -317,12 +314,14 @@ func (p *WTinyLFU) Add(h Handle, e Entry) {
 	p.count++
 	p.link(h, segWindow)
 	p.missN++
-	if p.hint > 0 && p.total > 0 {
-		p.est = max(p.est, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
-	}
-	p.est = max(p.est, p.count)
 	if p.total >= p.maximum/2 || len(p.sk.table) > 0 {
-		// Like Caffeine, start counting when the cache is half full.
+		// Like Caffeine, start counting when the cache is half full, when
+		// the average entry size is known: the capacity in entries is the
+		// cap over the average size. The sketch only grows.
+		p.est = p.count
+		if p.hint > 0 && p.total > 0 {
+			p.est = max(p.count, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
+		}
 		p.sk.ensure(p.est)
 	}
 	if i := e.Hash & 63; p.recOK[i] && p.recent[i] == e.Hash {
