@@ -18,6 +18,7 @@ import (
 // decision, their edge cases, and the decisions' invariants under
 // concurrency. Each subtest calls newFixture for a fresh backend.
 func Run(t *testing.T, newFixture NewFunc) {
+	newFixture = instrument(newFixture)
 	t.Run("Primitives", func(t *testing.T) { runPrimitives(t, newFixture) })
 	t.Run("TokenBucket", func(t *testing.T) { runTokenBucket(t, newFixture) })
 	t.Run("FixedWindow", func(t *testing.T) { runFixedWindow(t, newFixture) })

@@ -26,7 +26,10 @@
 // fast (every duration in the suite is a small multiple of Unit), and a
 // Slack: the tolerance on every reported duration (TTL, retry-after,
 // reset), covering the time that passes between calls and the backend's
-// TTL granularity. Slack must be well below Unit (Unit ≥ 5×Slack). A
+// TTL granularity. Slack must be well below Unit (Unit ≥ 5×Slack); the
+// suites add to it whatever the fixture's Advance overslept in the case so
+// far, so sleep overshoot on a loaded machine does not accumulate into
+// failures. A
 // backend that cannot move time at all leaves Advance nil: the
 // time-dependent cases are then skipped, the others still run.
 //
@@ -37,6 +40,7 @@
 package storetest
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,6 +62,33 @@ type Fixture struct {
 	// Slack is the tolerance on durations the backend reports. 0 means
 	// exact.
 	Slack time.Duration
+
+	// drift accumulates how much longer than asked the Advance calls of a
+	// real-time fixture took (sleep overshoot); reported durations may be
+	// off by that much on top of Slack.
+	drift *atomic.Int64
+}
+
+// instrument wraps a real-time fixture's Advance to measure its overshoot.
+// A fixture with Slack 0 (an exact clock) is left alone.
+func instrument(nf NewFunc) NewFunc {
+	return func(t *testing.T) Fixture {
+		f := nf(t)
+		if f.Advance == nil || f.Slack == 0 || f.drift != nil {
+			return f
+		}
+		adv, drift := f.Advance, new(atomic.Int64)
+		f.drift = drift
+		f.Advance = func(d time.Duration) {
+			var real clock.Real
+			start := real.Now()
+			adv(d)
+			if over := real.Now() - start - int64(d); over > 0 {
+				drift.Add(over)
+			}
+		}
+		return f
+	}
 }
 
 // NewFunc returns a fresh fixture. It registers any cleanup with t.
@@ -112,14 +143,22 @@ func needTime(t *testing.T, f Fixture) {
 }
 
 // durEq reports whether got is want within f's slack.
+func (f *Fixture) tolerance() time.Duration {
+	tol := f.Slack
+	if f.drift != nil {
+		tol += time.Duration(f.drift.Load())
+	}
+	return tol
+}
+
 func (f *Fixture) durEq(got, want time.Duration) bool {
-	d := got - want
-	return d <= f.Slack && -d <= f.Slack
+	d, tol := got-want, f.tolerance()
+	return d <= tol && -d <= tol
 }
 
 func (f *Fixture) checkDur(t *testing.T, what string, got, want time.Duration) {
 	t.Helper()
 	if !f.durEq(got, want) {
-		t.Errorf("%s: got %v, want %v (slack %v)", what, got, want, f.Slack)
+		t.Errorf("%s: got %v, want %v (tolerance %v)", what, got, want, f.tolerance())
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 // RunFlag runs package flag's contract suite on a backend.
 func RunFlag(t *testing.T, newFixture NewFunc) {
+	newFixture = instrument(newFixture)
 	ctx := context.Background()
 	newStore := func(t *testing.T, f Fixture, local clock.Clock) *flag.Store {
 		t.Helper()

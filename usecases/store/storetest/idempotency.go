@@ -14,6 +14,7 @@ import (
 
 // RunIdempotency runs package idempotency's contract suite on a backend.
 func RunIdempotency(t *testing.T, newFixture NewFunc) {
+	newFixture = instrument(newFixture)
 	ctx := context.Background()
 	k := idempotency.Key{Scope: "acct-1", Operation: "charge", Key: "key-1"}
 	fp1, fp2 := idempotency.Fingerprint([]byte("100 EUR")), idempotency.Fingerprint([]byte("999 EUR"))

@@ -14,6 +14,7 @@ import (
 
 // RunLease runs package lease's contract suite on a backend.
 func RunLease(t *testing.T, newFixture NewFunc) {
+	newFixture = instrument(newFixture)
 	ctx := context.Background()
 	t.Run("Lifecycle", func(t *testing.T) {
 		f := newFixture(t)

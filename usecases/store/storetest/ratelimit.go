@@ -13,6 +13,7 @@ import (
 
 // RunRateLimit runs package ratelimit's contract suite on a backend.
 func RunRateLimit(t *testing.T, newFixture NewFunc) {
+	newFixture = instrument(newFixture)
 	ctx := context.Background()
 	type step struct {
 		advance   time.Duration // in units

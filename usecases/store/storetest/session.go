@@ -13,6 +13,7 @@ import (
 
 // RunSession runs package session's contract suite on a backend.
 func RunSession(t *testing.T, newFixture NewFunc) {
+	newFixture = instrument(newFixture)
 	ctx := context.Background()
 	newManager := func(t *testing.T, f Fixture) *session.Manager {
 		t.Helper()
