@@ -18,8 +18,8 @@ import (
 //
 //   - every live slot is in the hash table exactly once under its key's
 //     tag, and the table holds nothing else;
-//   - every live slot's key and value lie inside the arena, without
-//     overlapping another entry, and arena length = live bytes + garbage;
+//   - every live slot's record lies inside the arena, without overlapping
+//     another, and arena length = live record bytes + garbage;
 //   - every entry with a deadline has an expiry item at or before it (the
 //     index is filed lazily; items of removed entries are garbage, bounded
 //     by twice the entries with a deadline plus 256);
@@ -28,7 +28,7 @@ import (
 //   - an entry is tracked by the policy iff it is evictable (not pinned,
 //     and with a TTL under a volatile policy), and the evictable bytes
 //     equal the sum of tracked sizes;
-//   - free slots form a list that covers exactly the non-live slots;
+//   - the free stack holds exactly the non-live slots, once each;
 //   - no version exceeds the shard's version counter.
 func (e *Engine) Check() error {
 	var errs []error
@@ -51,12 +51,20 @@ func (s *shard) checkLocked() error {
 	var tabErr error
 	s.tab.Each(func(tag uint32, slot uint32) {
 		inTable[slot]++
-		if int(slot) >= len(s.ents) || s.ents[slot].flags&flagLive == 0 {
+		if int(slot) >= len(s.ents) || s.ents[slot] == 0 {
 			tabErr = fmt.Errorf("table names slot %d, which is not live", slot)
 			return
 		}
-		en := &s.ents[slot]
-		if table.Tag(xxhash.Sum64(s.keyOf(en))) != tag {
+		if int(s.ents[slot]-1)+hdrSize > len(s.arena) {
+			tabErr = fmt.Errorf("slot %d's record header lies outside the arena", slot)
+			return
+		}
+		en := s.at(slot)
+		if int(en.off)+en.recLen() > len(s.arena) {
+			tabErr = fmt.Errorf("slot %d's record lies outside the arena", slot)
+			return
+		}
+		if table.Tag(xxhash.Sum64(en.key())) != tag {
 			tabErr = fmt.Errorf("slot %d is under tag %x, not its key's", slot, tag)
 		}
 	})
@@ -76,37 +84,35 @@ func (s *shard) checkLocked() error {
 	type span struct{ a, b uint32 }
 	var spans []span
 	for i := range s.ents {
-		en := &s.ents[i]
-		if en.flags&flagLive == 0 {
+		if s.ents[i] == 0 {
 			continue
 		}
 		slot := uint32(i)
-		live++
-		bytes += en.size()
-		keyBytes += int(en.klen + en.vlen)
 		if inTable[slot] != 1 {
 			return fmt.Errorf("live slot %d is in the table %d times", slot, inTable[slot])
 		}
-		if uint64(en.off)+uint64(en.klen)+uint64(en.vlen) > uint64(len(s.arena)) {
-			return fmt.Errorf("slot %d lies outside the arena", slot)
+		en := s.at(slot)
+		live++
+		bytes += en.size()
+		keyBytes += en.recLen()
+		spans = append(spans, span{en.off, en.off + uint32(en.recLen())})
+		if f := en.flags(); f&^(flagPinned|flagTracked) != 0 {
+			return fmt.Errorf("slot %d has unknown flags %b", slot, f)
 		}
-		if en.klen+en.vlen > 0 {
-			spans = append(spans, span{en.off, en.off + en.klen + en.vlen})
+		if en.version() == 0 || en.version() > s.version {
+			return fmt.Errorf("slot %d has version %d, counter %d", slot, en.version(), s.version)
 		}
-		if en.version == 0 || en.version > s.version {
-			return fmt.Errorf("slot %d has version %d, counter %d", slot, en.version, s.version)
-		}
-		tracked := en.flags&flagTracked != 0
+		tracked := en.flags()&flagTracked != 0
 		if tracked != s.trackableLocked(en) {
 			return fmt.Errorf("slot %d tracked=%v, evictable=%v", slot, tracked, s.trackableLocked(en))
 		}
 		if tracked {
 			evictb += en.size()
 		}
-		if en.deadline != 0 {
+		if d := en.deadline(); d != 0 {
 			ttlLive++
-			if x, ok := idxItems[slot]; !ok || x > en.deadline {
-				return fmt.Errorf("slot %d has deadline %d but its earliest index item is %d (present=%v)", slot, en.deadline, x, ok)
+			if x, ok := idxItems[slot]; !ok || x > d {
+				return fmt.Errorf("slot %d has deadline %d but its earliest index item is %d (present=%v)", slot, d, x, ok)
 			}
 		}
 	}
@@ -146,15 +152,15 @@ func (s *shard) checkLocked() error {
 	if bad {
 		return errors.New("expiry index names a slot past the slot array")
 	}
-	free := 0
-	for f := s.freeHead; f != 0; f = s.ents[f-1].off {
-		if int(f-1) >= len(s.ents) || s.ents[f-1].flags&flagLive != 0 || free > len(s.ents) {
-			return errors.New("free list is corrupt")
+	seen := make(map[uint32]bool, len(s.free))
+	for _, f := range s.free {
+		if int(f) >= len(s.ents) || s.ents[f] != 0 || seen[f] {
+			return fmt.Errorf("free stack names slot %d, which is live, repeated or out of range", f)
 		}
-		free++
+		seen[f] = true
 	}
-	if free+live != len(s.ents) {
-		return fmt.Errorf("free %d + live %d != slots %d", free, live, len(s.ents))
+	if len(s.free)+live != len(s.ents) {
+		return fmt.Errorf("free %d + live %d != slots %d", len(s.free), live, len(s.ents))
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 const DefaultMaxKeySize = 64 << 10
 
 // maxKeySizeLimit is the largest Config.MaxKeySize accepted.
-const maxKeySizeLimit = 16 << 20
+const maxKeySizeLimit = maxKeyLen
 
 // minShardBytes is the smallest per-shard cap the default shard count
 // produces when MaxBytes is set.
@@ -42,7 +42,8 @@ type Config struct {
 	// mean defaults (see expiry.Budget).
 	ExpiryBudget expiry.Budget
 
-	// MaxKeySize is the longest key accepted, in bytes. 0 means 64 KiB.
+	// MaxKeySize is the longest key accepted, in bytes: 0 means 64 KiB; at
+	// most 16 MiB - 1.
 	MaxKeySize int
 
 	// MaxBytes caps the accounted memory: for every entry, key + value +

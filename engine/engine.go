@@ -39,10 +39,11 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
-	"runtime"
 	"iter"
 	"math"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -373,7 +374,7 @@ func (e *Engine) Close() error {
 			s.mu.Lock()
 			s.closed = true
 			s.tab.Reset()
-			s.ents, s.arena, s.freeHead, s.live, s.ttlLive, s.bytes, s.evictb, s.garbage = nil, nil, 0, 0, 0, 0, 0, 0
+			s.ents, s.arena, s.free, s.live, s.ttlLive, s.bytes, s.evictb, s.garbage = nil, nil, nil, 0, 0, 0, 0, 0
 			s.idx.Clear()
 			s.pol = nil
 			s.mu.Unlock()
@@ -442,15 +443,18 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 		s.misses.Add(1)
 		return dst, false
 	}
-	en := &s.ents[slot]
-	if en.deadline != 0 && e.now() >= en.deadline {
+	off := s.ents[slot] - 1
+	hd := s.arena[off : off+hdrSize : off+hdrSize]
+	if d := int64(binary.LittleEndian.Uint64(hd[hdrDeadline:])); d != 0 && e.now() >= d {
 		s.mu.RUnlock()
 		e.expireNow(s, key, h)
 		s.misses.Add(1)
 		return dst, false
 	}
-	dst = append(dst, s.valueOf(en)...)
-	if en.flags&flagTracked != 0 {
+	kf := binary.LittleEndian.Uint32(hd[hdrKlen:])
+	v := off + hdrSize + kf&maxKeyLen
+	dst = append(dst, s.arena[v:v+binary.LittleEndian.Uint32(hd[hdrVlen:])]...)
+	if kf>>24&flagTracked != 0 {
 		s.pol.Access(evict.Handle(slot))
 	}
 	s.mu.RUnlock()
@@ -471,19 +475,19 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 		s.misses.Add(1)
 		return Item{}, false
 	}
-	en := &s.ents[slot]
+	en := s.at(slot)
 	var now int64
-	if en.deadline != 0 {
+	if en.deadline() != 0 {
 		now = e.now()
-		if now >= en.deadline {
+		if now >= en.deadline() {
 			s.mu.RUnlock()
 			e.expireNow(s, key, h)
 			s.misses.Add(1)
 			return Item{}, false
 		}
 	}
-	it := itemOf(s, en, now)
-	if en.flags&flagTracked != 0 {
+	it := itemOf(en, now)
+	if en.flags()&flagTracked != 0 {
 		s.pol.Access(evict.Handle(slot))
 	}
 	s.mu.RUnlock()
@@ -491,10 +495,10 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 	return it, true
 }
 
-func itemOf(s *shard, en *entry, now int64) Item {
-	it := Item{Value: append([]byte{}, s.valueOf(en)...), Version: en.version, TTL: NoTTL, Pinned: en.flags&flagPinned != 0}
-	if en.deadline != 0 {
-		it.TTL = time.Duration(en.deadline - now)
+func itemOf(en entry, now int64) Item {
+	it := Item{Value: append([]byte{}, en.value()...), Version: en.version(), TTL: NoTTL, Pinned: en.flags()&flagPinned != 0}
+	if d := en.deadline(); d != 0 {
+		it.TTL = time.Duration(d - now)
 	}
 	return it
 }
@@ -506,9 +510,8 @@ func (e *Engine) expireNow(s *shard, key string, h uint64) {
 	evp := e.events(&ev)
 	s.mu.Lock()
 	if slot, ok := s.findLocked(key, h); ok && !s.closed {
-		en := &s.ents[slot]
 		// A reader saw this entry due at its now; e.now() is at least that.
-		if en.deadline != 0 && e.now() >= en.deadline {
+		if d := s.at(slot).deadline(); d != 0 && e.now() >= d {
 			s.removeLocked(slot, h, Expired, evp)
 		}
 	}
@@ -521,7 +524,7 @@ func (e *Engine) expireNow(s *shard, key string, h uint64) {
 func (s *shard) lookupLocked(key string, h uint64, now int64, ev *[]Removal) (uint32, bool) {
 	slot, ok := s.findLocked(key, h)
 	if ok {
-		if d := s.ents[slot].deadline; d != 0 && now >= d {
+		if d := s.at(slot).deadline(); d != 0 && now >= d {
 			s.removeLocked(slot, h, Expired, ev)
 			return 0, false
 		}
@@ -606,13 +609,13 @@ func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOp
 	switch {
 	case o.Only == IfAbsent && found, o.Only == IfPresent && !found:
 		return 0, false, nil
-	case o.IfVersion != 0 && (!found || s.ents[slot].version != o.IfVersion):
+	case o.IfVersion != 0 && (!found || s.at(slot).version() != o.IfVersion):
 		return 0, false, nil
 	}
 	var deadline int64
 	switch {
 	case found && (o.KeepTTL || o.TTLOnCreate):
-		deadline = s.ents[slot].deadline
+		deadline = s.at(slot).deadline()
 	case o.TTL > 0:
 		d, err := deadlineAfter(now, o.TTL)
 		if err != nil {
@@ -634,64 +637,75 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 	var excl [1]uint32
 	exclude := excl[:0]
 	if found {
-		oldSize = s.ents[slot].size()
+		oldSize = s.at(slot).size()
 		exclude = append(exclude, slot)
 	}
-	if int64(len(s.arena)-s.garbage)+int64(len(key)+len(value)) > maxArena {
+	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(key)+len(value)) > maxArena {
 		// The shard's arena (offsets are 32-bit) is full of live data.
 		return 0, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
 	}
 	if err := s.makeRoomLocked(newSize-oldSize, now, exclude, ev); err != nil {
 		if found {
-			s.syncPolicyLocked(slot, &s.ents[slot], h, oldSize, false)
+			s.syncPolicyLocked(s.at(slot), h, oldSize, false)
 		}
 		return 0, false, err
 	}
 	s.version++
 	s.writes++
 	if found {
-		en := &s.ents[slot]
+		en := s.at(slot)
 		if ev != nil {
-			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), s.valueOf(en)...), Version: en.version, Cause: Replaced})
+			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: Replaced})
 		}
 		s.replaced++
-		if uint32(len(value)) <= en.vlen {
-			copy(s.arena[en.off+en.klen:], value)
-			s.garbage += int(en.vlen) - len(value)
+		if uint32(len(value)) <= en.vlen() {
+			copy(en.value(), value)
+			s.garbage += int(en.vlen()) - len(value)
+			en.setVlen(uint32(len(value)))
 		} else {
-			n := len(key) + len(value)
-			off := s.allocLocked(n) // may move en's bytes
-			copy(s.arena[off:], key)
-			copy(s.arena[off+uint32(len(key)):], value)
-			s.garbage += int(en.klen + en.vlen)
-			en.off = off
+			// Append a new record; the old one becomes garbage. The
+			// allocation may rebuild the arena, so copy the old header
+			// from wherever it is afterwards.
+			off := s.allocLocked(hdrSize + len(key) + len(value))
+			old := s.at(slot)
+			copy(s.arena[off:off+hdrSize], old.hdr())
+			s.garbage += old.recLen()
+			s.ents[slot] = off + 1
+			en = s.at(slot)
+			en.setVlen(uint32(len(value)))
+			copy(en.key(), key)
+			copy(en.value(), value)
 		}
-		en.vlen = uint32(len(value))
-		en.version = s.version
+		en.setVersion(s.version)
 		if pin {
-			en.flags |= flagPinned
+			en.setFlags(en.flags() | flagPinned)
 		}
-		s.setDeadlineLocked(slot, en, deadline)
+		s.setDeadlineLocked(en, deadline)
 		s.bytes += en.size() - oldSize
-		s.syncPolicyLocked(slot, en, h, oldSize, true)
-		return en.version, true, nil
+		s.syncPolicyLocked(en, h, oldSize, true)
+		return en.version(), true, nil
 	}
-	n := len(key) + len(value)
-	off := s.allocLocked(n)
-	copy(s.arena[off:], key)
-	copy(s.arena[off+uint32(len(key)):], value)
+	off := s.allocLocked(hdrSize + len(key) + len(value))
 	slot = s.newSlotLocked()
-	en := &s.ents[slot]
-	*en = entry{version: s.version, off: off, klen: uint32(len(key)), vlen: uint32(len(value)), flags: flagLive}
+	s.ents[slot] = off + 1
+	hd := s.arena[off : off+hdrSize]
+	var flags uint32
 	if pin {
-		en.flags |= flagPinned
+		flags = flagPinned
 	}
-	s.setDeadlineLocked(slot, en, deadline)
+	binary.LittleEndian.PutUint64(hd[hdrVersion:], s.version)
+	binary.LittleEndian.PutUint64(hd[hdrDeadline:], 0)
+	binary.LittleEndian.PutUint32(hd[hdrVlen:], uint32(len(value)))
+	binary.LittleEndian.PutUint32(hd[hdrKlen:], uint32(len(key))|flags<<24)
+	en := s.at(slot)
+	copy(en.key(), key)
+	copy(en.value(), value)
+	s.setDeadlineLocked(en, deadline)
 	s.tab.Insert(table.Tag(h), slot)
 	s.live++
 	s.bytes += en.size()
-	s.syncPolicyLocked(slot, en, h, 0, true)
-	return en.version, true, nil
+	s.syncPolicyLocked(en, h, 0, true)
+	return en.version(), true, nil
 }
 
 // CompareAndSwap stores value under key if the key's current version is old,
@@ -747,12 +761,12 @@ func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
 	var val []byte
 	s.mu.Lock()
 	slot, ok := s.lookupLocked(key, h, e.now(), evp)
-	if ok && version != 0 && s.ents[slot].version != version {
+	if ok && version != 0 && s.at(slot).version() != version {
 		ok = false
 	}
 	if ok {
 		if load {
-			val = append([]byte{}, s.valueOf(&s.ents[slot])...)
+			val = append([]byte{}, s.at(slot).value()...)
 		}
 		s.removeLocked(slot, h, Deleted, evp)
 		s.maybeShrinkLocked()
@@ -824,8 +838,8 @@ func (e *Engine) expireAt(key string, d int64, cond ExpireCondition, now int64) 
 	s.mu.Lock()
 	done := false
 	if slot, ok := s.lookupLocked(key, h, now, evp); ok {
-		en := &s.ents[slot]
-		cur := en.deadline
+		en := s.at(slot)
+		cur := en.deadline()
 		switch cond {
 		case ExpireAlways:
 			done = true
@@ -844,8 +858,8 @@ func (e *Engine) expireAt(key string, d int64, cond ExpireCondition, now int64) 
 				s.maybeShrinkLocked()
 			} else {
 				size := en.size()
-				s.setDeadlineLocked(slot, en, d)
-				s.syncPolicyLocked(slot, en, h, size, false)
+				s.setDeadlineLocked(en, d)
+				s.syncPolicyLocked(en, h, size, false)
 			}
 		}
 	}
@@ -865,11 +879,11 @@ func (e *Engine) Persist(key string) bool {
 	s.mu.Lock()
 	done := false
 	if slot, ok := s.lookupLocked(key, h, e.now(), evp); ok {
-		en := &s.ents[slot]
-		if en.deadline != 0 {
+		en := s.at(slot)
+		if en.deadline() != 0 {
 			size := en.size()
-			s.setDeadlineLocked(slot, en, 0)
-			s.syncPolicyLocked(slot, en, h, size, false)
+			s.setDeadlineLocked(en, 0)
+			s.syncPolicyLocked(en, h, size, false)
 			done = true
 		}
 	}
@@ -890,13 +904,13 @@ func (e *Engine) Pin(key string, pinned bool) bool {
 	s.mu.Lock()
 	slot, ok := s.lookupLocked(key, h, e.now(), evp)
 	if ok {
-		en := &s.ents[slot]
+		en := s.at(slot)
 		if pinned {
-			en.flags |= flagPinned
+			en.setFlags(en.flags() | flagPinned)
 		} else {
-			en.flags &^= flagPinned
+			en.setFlags(en.flags() &^ flagPinned)
 		}
-		s.syncPolicyLocked(slot, en, h, en.size(), false)
+		s.syncPolicyLocked(en, h, en.size(), false)
 	}
 	s.mu.Unlock()
 	e.deliver(ev)
@@ -919,16 +933,16 @@ func (e *Engine) peek(key string) (Item, bool) {
 		s.mu.RUnlock()
 		return Item{}, false
 	}
-	en := &s.ents[slot]
-	it := Item{Version: en.version, TTL: NoTTL, Pinned: en.flags&flagPinned != 0}
-	if en.deadline != 0 {
+	en := s.at(slot)
+	it := Item{Version: en.version(), TTL: NoTTL, Pinned: en.flags()&flagPinned != 0}
+	if d := en.deadline(); d != 0 {
 		now := e.now()
-		if now >= en.deadline {
+		if now >= d {
 			s.mu.RUnlock()
 			e.expireNow(s, key, h)
 			return Item{}, false
 		}
-		it.TTL = time.Duration(en.deadline - now)
+		it.TTL = time.Duration(d - now)
 	}
 	s.mu.RUnlock()
 	return it, true
@@ -958,11 +972,11 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	slot, ok := s.lookupLocked(key, h, now, evp)
 	var it Item
 	if ok {
-		en := &s.ents[slot]
+		en := s.at(slot)
 		size := en.size()
-		s.setDeadlineLocked(slot, en, d)
-		s.syncPolicyLocked(slot, en, h, size, true)
-		it = itemOf(s, en, now)
+		s.setDeadlineLocked(en, d)
+		s.syncPolicyLocked(en, h, size, true)
+		it = itemOf(en, now)
 	}
 	s.mu.Unlock()
 	e.deliver(ev)
@@ -1036,13 +1050,13 @@ func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrO
 	var n int64
 	var deadline int64
 	if found {
-		en := &s.ents[slot]
-		v, ok := parseInt(s.valueOf(en))
+		en := s.at(slot)
+		v, ok := parseInt(en.value())
 		if !ok {
 			return 0, ErrNotInteger
 		}
 		n = v
-		deadline = en.deadline
+		deadline = en.deadline()
 	} else if o.TTL > 0 {
 		d, err := deadlineAfter(now, o.TTL)
 		if err != nil {
@@ -1172,15 +1186,15 @@ func (e *Engine) Items() iter.Seq2[string, Item] {
 				s.mu.RLock()
 				now := e.now()
 				for ; next < len(s.ents) && len(buf) < batch; next++ {
-					en := &s.ents[next]
-					if en.flags&flagLive == 0 {
+					if s.ents[next] == 0 {
 						continue
 					}
-					if en.deadline != 0 && now >= en.deadline {
-						due = append(due, string(s.keyOf(en)))
+					en := s.at(uint32(next))
+					if d := en.deadline(); d != 0 && now >= d {
+						due = append(due, string(en.key()))
 						continue
 					}
-					buf = append(buf, kv{string(s.keyOf(en)), itemOf(s, en, now)})
+					buf = append(buf, kv{string(en.key()), itemOf(en, now)})
 				}
 				end := next >= len(s.ents)
 				s.mu.RUnlock()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -14,53 +15,99 @@ import (
 
 // Storage layout (per shard)
 //
-// Every shard keeps its entries in three pointer-free structures, so that the
+// Every shard keeps its entries in pointer-free structures, so that the
 // garbage collector scans almost nothing however many entries there are:
 //
-//   - ents []entry: fixed 32-byte records (version, deadline, arena offset,
-//     key and value lengths, flags). The index of a record is its slot; the
-//     slot is also the entry's handle for the eviction policy and the
-//     expiry index. Freed slots form a free list and are reused.
-//   - arena []byte: keys and values, each entry's key immediately followed by
-//     its value. Writes append; an overwrite with a value no longer than
-//     the old one is done in place. Bytes no live entry references are
-//     counted as garbage. When an append does not fit, or garbage exceeds
-//     half the arena, the arena is rebuilt compactly with 25% headroom, so
-//     its size stays between 1× and about 1.25× the live key and value
-//     bytes plus garbage of at most a quarter.
+//   - arena []byte: one record per entry, a 24-byte header (version,
+//     deadline, value length, key length and flags) followed by the key and
+//     the value. Writes append; an overwrite with a value no longer than the
+//     old one is done in place. Bytes no live record uses are counted as
+//     garbage. When an append does not fit, or garbage exceeds half the
+//     arena, the arena is rebuilt compactly with 25% headroom.
+//   - ents []uint32: the arena offset (+1) of each slot's record; 0 marks a
+//     free slot (free slots are kept on a stack and reused). The slot is the
+//     entry's handle for the eviction policy and the expiry index. The array
+//     is dense (4 bytes an entry), so the hop from the hash table to the
+//     record usually hits the CPU cache.
 //   - tab table.Table: open addressing from a 32-bit tag of the key hash to
 //     the slot (8 bytes a word, load ≤ 3/4); keys are confirmed against the
 //     arena.
 //
-// Entries with a TTL also have an item (deadline, slot) in the shard's
-// expiry.Index, a B-tree of pointer-free items.
+// A read is thus: hash, table word, ents word, record (header, key and
+// value are contiguous). Entries with a TTL also have an item (deadline,
+// slot) in the shard's expiry.Index, a B-tree of pointer-free items, filed
+// lazily (see setDeadlineLocked).
 //
 // Byte accounting is by construction: an entry accounts len(key) +
 // len(value) + EntryOverhead, and the shard's total is the sum over its
 // live entries. EntryOverhead is measured (see README, "Memory").
 
 // EntryOverhead is the number of bytes the engine accounts per entry beyond
-// its key and value: the 32-byte record, the hash-table word at its mean
-// load, arena headroom, and shard bookkeeping, as measured by
+// its key and value: the record header and slot word, the hash-table word at
+// its mean load, arena headroom, and shard bookkeeping, as measured by
 // TestEntryOverheadMatchesHeap.
 const EntryOverhead = 64
 
 const (
-	flagLive    = 1 << iota // the slot holds an entry
-	flagPinned              // never evicted
+	flagPinned  = 1 << iota // never evicted
 	flagTracked             // known to the eviction policy
 )
 
+// Record header layout, little endian.
+const (
+	hdrVersion  = 0  // uint64
+	hdrDeadline = 8  // int64, engine-clock ns; 0 = no TTL
+	hdrVlen     = 16 // uint32
+	hdrKlen     = 20 // uint32: key length (low 24 bits) | flags << 24
+	hdrSize     = 24
+	maxKeyLen   = 1<<24 - 1
+)
+
+// entry is a view of one live record: the shard, the slot and the record's
+// arena offset. It is only valid until the arena is next rebuilt
+// (allocLocked), after which it must be taken again with at.
 type entry struct {
-	version  uint64
-	deadline int64 // engine-clock ns; 0 = no TTL
-	off      uint32
-	vlen     uint32
-	klen     uint32
-	flags    uint32 // flagLive | flagPinned | flagTracked; for a free slot, off is the next free slot + 1
+	s    *shard
+	slot uint32
+	off  uint32
 }
 
-func (en *entry) size() int64 { return int64(en.klen) + int64(en.vlen) + EntryOverhead }
+// at returns the entry at a live slot.
+func (s *shard) at(slot uint32) entry { return entry{s, slot, s.ents[slot] - 1} }
+
+func (en entry) hdr() []byte { return en.s.arena[en.off : en.off+hdrSize : en.off+hdrSize] }
+
+func (en entry) version() uint64     { return binary.LittleEndian.Uint64(en.hdr()[hdrVersion:]) }
+func (en entry) deadline() int64     { return int64(binary.LittleEndian.Uint64(en.hdr()[hdrDeadline:])) }
+func (en entry) vlen() uint32        { return binary.LittleEndian.Uint32(en.hdr()[hdrVlen:]) }
+func (en entry) klen() uint32        { return binary.LittleEndian.Uint32(en.hdr()[hdrKlen:]) & maxKeyLen }
+func (en entry) flags() uint32       { return binary.LittleEndian.Uint32(en.hdr()[hdrKlen:]) >> 24 }
+func (en entry) setVersion(v uint64) { binary.LittleEndian.PutUint64(en.hdr()[hdrVersion:], v) }
+func (en entry) setVlen(n uint32)    { binary.LittleEndian.PutUint32(en.hdr()[hdrVlen:], n) }
+
+// setDeadlineField writes the deadline; callers use shard.setDeadlineLocked.
+func (en entry) setDeadlineField(d int64) {
+	binary.LittleEndian.PutUint64(en.hdr()[hdrDeadline:], uint64(d))
+}
+
+func (en entry) setFlags(f uint32) {
+	binary.LittleEndian.PutUint32(en.hdr()[hdrKlen:], en.klen()|f<<24)
+}
+
+func (en entry) key() []byte {
+	k := en.off + hdrSize
+	return en.s.arena[k : k+en.klen()]
+}
+
+func (en entry) value() []byte {
+	v := en.off + hdrSize + en.klen()
+	return en.s.arena[v : v+en.vlen()]
+}
+
+// recLen is the record's length in the arena.
+func (en entry) recLen() int { return hdrSize + int(en.klen()) + int(en.vlen()) }
+
+func (en entry) size() int64 { return int64(en.klen()) + int64(en.vlen()) + EntryOverhead }
 
 // maxArena is the largest arena a shard may have: offsets are uint32, and
 // on 32-bit platforms a slice is at most MaxInt32 bytes.
@@ -72,8 +119,8 @@ type shard struct {
 	// concurrent-safe Access, never under the exclusive lock.
 	mu       sync.RWMutex
 	tab      table.Table
-	ents     []entry
-	freeHead uint32 // slot+1 of the first free slot; 0 = none
+	ents     []uint32 // slot → record offset + 1; 0 = free
+	free     []uint32 // free slots
 	arena    []byte
 	garbage  int   // arena bytes not referenced by a live entry
 	live     int   // live (resident) entries, due ones included
@@ -95,12 +142,6 @@ type shard struct {
 	_      [48]byte
 }
 
-func (s *shard) keyOf(en *entry) []byte { return s.arena[en.off : en.off+en.klen] }
-
-func (s *shard) valueOf(en *entry) []byte {
-	return s.arena[en.off+en.klen : en.off+en.klen+en.vlen]
-}
-
 // findLocked returns the slot holding key. s.mu must be held (shared or
 // exclusive).
 func (s *shard) findLocked(key string, hash uint64) (uint32, bool) {
@@ -111,21 +152,24 @@ func (s *shard) findLocked(key string, hash uint64) (uint32, bool) {
 		if !ok {
 			return 0, false
 		}
-		en := &s.ents[slot]
-		if int(en.klen) == len(key) && string(s.arena[en.off:en.off+en.klen]) == key {
+		off := s.ents[slot] - 1
+		h := s.arena[off : off+hdrSize : off+hdrSize]
+		if kl := binary.LittleEndian.Uint32(h[hdrKlen:]) & maxKeyLen; int(kl) == len(key) &&
+			string(s.arena[off+hdrSize:off+hdrSize+kl]) == key {
 			return slot, true
 		}
 	}
 }
 
-// newSlotLocked takes a free slot or grows ents.
+// newSlotLocked takes a free slot or grows ents. The caller sets
+// ents[slot].
 func (s *shard) newSlotLocked() uint32 {
-	if s.freeHead != 0 {
-		slot := s.freeHead - 1
-		s.freeHead = s.ents[slot].off
+	if n := len(s.free); n > 0 {
+		slot := s.free[n-1]
+		s.free = s.free[:n-1]
 		return slot
 	}
-	s.ents = append(s.ents, entry{})
+	s.ents = append(s.ents, 0)
 	return uint32(len(s.ents) - 1)
 }
 
@@ -152,15 +196,14 @@ func (s *shard) compactLocked(extra int) {
 		want = int(maxArena)
 	}
 	na := make([]byte, 0, want)
-	for i := range s.ents {
-		en := &s.ents[i]
-		if en.flags&flagLive == 0 {
+	for i, o := range s.ents {
+		if o == 0 {
 			continue
 		}
-		n := en.klen + en.vlen
+		en := entry{s, uint32(i), o - 1}
 		off := len(na)
-		na = append(na, s.arena[en.off:en.off+n]...)
-		en.off = uint32(off)
+		na = append(na, s.arena[en.off:int(en.off)+en.recLen()]...)
+		s.ents[i] = uint32(off) + 1
 	}
 	s.arena = na
 	s.garbage = 0
@@ -174,7 +217,7 @@ func (s *shard) maybeShrinkLocked() {
 		if cap(s.arena) > 64<<10 || len(s.ents) > 1024 {
 			s.arena = nil
 			s.ents = nil
-			s.freeHead = 0
+			s.free = nil
 			s.garbage = 0
 			s.tab.Reset()
 		} else {
@@ -189,36 +232,34 @@ func (s *shard) maybeShrinkLocked() {
 }
 
 // trackableLocked reports whether en may be evicted by the shard's policy.
-func (s *shard) trackableLocked(en *entry) bool {
-	return s.pol != nil && en.flags&flagPinned == 0 && (!s.volatile || en.deadline != 0)
+func (s *shard) trackableLocked(en entry) bool {
+	return s.pol != nil && en.flags()&flagPinned == 0 && (!s.volatile || en.deadline() != 0)
 }
 
 // syncPolicyLocked tells the policy about a change of the entry at slot.
 // oldSize is the entry's accounted size before the change (0 for a new
 // entry); written reports a write (counts as an access).
-func (s *shard) syncPolicyLocked(slot uint32, en *entry, hash uint64, oldSize int64, written bool) {
+func (s *shard) syncPolicyLocked(en entry, hash uint64, oldSize int64, written bool) {
 	if s.pol == nil {
 		return
 	}
-	was := en.flags&flagTracked != 0
+	was := en.flags()&flagTracked != 0
 	now := s.trackableLocked(en)
-	if hash == 0 && was != now || now {
-		if hash == 0 {
-			hash = xxhash.Sum64(s.keyOf(en))
-		}
+	if now && hash == 0 {
+		hash = xxhash.Sum64(en.key())
 	}
-	h := evict.Handle(slot)
+	h := evict.Handle(en.slot)
 	switch {
 	case was && !now:
 		s.pol.Remove(h)
 		s.evictb -= oldSize
-		en.flags &^= flagTracked
+		en.setFlags(en.flags() &^ flagTracked)
 	case !was && now:
-		s.pol.Add(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline})
+		s.pol.Add(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()})
 		s.evictb += en.size()
-		en.flags |= flagTracked
+		en.setFlags(en.flags() | flagTracked)
 	case was && now && (written || oldSize != en.size()):
-		s.pol.Update(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline})
+		s.pol.Update(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()})
 		s.evictb += en.size() - oldSize
 	}
 }
@@ -233,8 +274,8 @@ func (s *shard) syncPolicyLocked(slot uint32, en *entry, hash uint64, oldSize in
 // or earlier deadline adds an item. Items left behind by removed entries or
 // cleared deadlines are garbage; the cycle drops them, and the index is
 // rebuilt when garbage outnumbers live TTL entries.
-func (s *shard) setDeadlineLocked(slot uint32, en *entry, d int64) {
-	old := en.deadline
+func (s *shard) setDeadlineLocked(en entry, d int64) {
+	old := en.deadline()
 	if old == d {
 		return
 	}
@@ -244,9 +285,9 @@ func (s *shard) setDeadlineLocked(slot uint32, en *entry, d int64) {
 	case d == 0:
 		s.ttlLive--
 	}
-	en.deadline = d
+	en.setDeadlineField(d)
 	if d != 0 && (old == 0 || d < old) {
-		s.idx.Add(expiry.Item{Deadline: d, Slot: slot})
+		s.idx.Add(expiry.Item{Deadline: d, Slot: en.slot})
 	}
 	s.boundIndexLocked()
 }
@@ -258,8 +299,10 @@ func (s *shard) setDeadlineLocked(slot uint32, en *entry, d int64) {
 func (s *shard) rebuildIndexLocked() {
 	keep := make([]expiry.Item, 0, s.ttlLive)
 	s.idx.Ascend(func(it expiry.Item) bool {
-		if en := &s.ents[it.Slot]; en.flags&flagLive != 0 && en.deadline != 0 {
-			keep = append(keep, expiry.Item{Deadline: en.deadline, Slot: it.Slot})
+		if s.ents[it.Slot] != 0 {
+			if d := s.at(it.Slot).deadline(); d != 0 {
+				keep = append(keep, expiry.Item{Deadline: d, Slot: it.Slot})
+			}
 		}
 		return true
 	})
@@ -281,21 +324,21 @@ func (s *shard) boundIndexLocked() {
 // removeLocked removes the entry at slot and records the removal. hash may
 // be 0 if unknown (it is then recomputed from the key).
 func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Removal) {
-	en := &s.ents[slot]
+	en := s.at(slot)
 	if hash == 0 {
-		hash = xxhash.Sum64(s.keyOf(en))
+		hash = xxhash.Sum64(en.key())
 	}
 	if ev != nil {
-		*ev = append(*ev, Removal{Key: string(s.keyOf(en)), Value: append([]byte(nil), s.valueOf(en)...), Version: en.version, Cause: cause})
+		*ev = append(*ev, Removal{Key: string(en.key()), Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: cause})
 	}
 	s.tab.Delete(table.Tag(hash), slot)
-	hadTTL := en.deadline != 0
-	if en.flags&flagTracked != 0 {
+	hadTTL := en.deadline() != 0
+	if en.flags()&flagTracked != 0 {
 		s.pol.Remove(evict.Handle(slot))
 		s.evictb -= en.size()
 	}
 	s.bytes -= en.size()
-	s.garbage += int(en.klen + en.vlen)
+	s.garbage += en.recLen()
 	s.live--
 	switch cause {
 	case Expired:
@@ -305,8 +348,8 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	case Deleted:
 		s.deleted++
 	}
-	*en = entry{off: s.freeHead}
-	s.freeHead = slot + 1
+	s.ents[slot] = 0
+	s.free = append(s.free, slot)
 	if hadTTL {
 		s.ttlLive-- // its index item is now garbage
 		s.boundIndexLocked()
@@ -327,35 +370,45 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 			return n, true
 		}
 		s.idx.PopDue(now)
-		en := &s.ents[it.Slot]
-		switch {
-		case en.flags&flagLive == 0 || en.deadline == 0:
-			// Garbage: the entry is gone or lost its TTL.
-		case en.deadline == it.Deadline:
+		if s.ents[it.Slot] == 0 {
+			continue // garbage: the entry is gone
+		}
+		switch d := s.at(it.Slot).deadline(); {
+		case d == 0:
+			// Garbage: the entry lost its TTL.
+		case d == it.Deadline:
 			s.removeLocked(it.Slot, 0, Expired, ev)
 			n++
-		case en.deadline > it.Deadline:
+		case d > it.Deadline:
 			// The deadline moved later: file it there (a no-op if an
 			// item at that deadline exists already), so that entries
 			// leave in the order of their own deadlines.
-			s.idx.Add(expiry.Item{Deadline: en.deadline, Slot: it.Slot})
+			s.idx.Add(expiry.Item{Deadline: d, Slot: it.Slot})
 		}
 	}
 	it, ok := s.idx.Min()
 	return n, ok && it.Deadline <= now
 }
 
-// dueLocked counts the live entries that are due at now. Cost O(due index
-// items).
+// dueLocked counts the live entries that are due at now. Every such entry
+// has an index item at or before its deadline, hence at or before now, so
+// walking the due items finds them all (an entry may have several). Cost
+// O(due index items).
 func (s *shard) dueLocked(now int64) int {
-	n := 0
+	var seen map[uint32]struct{}
 	s.idx.AscendDue(now, func(it expiry.Item) bool {
-		if en := &s.ents[it.Slot]; en.flags&flagLive != 0 && en.deadline == it.Deadline {
-			n++ // counts each due entry once: at its own deadline's item
+		if s.ents[it.Slot] == 0 {
+			return true
+		}
+		if d := s.at(it.Slot).deadline(); d != 0 && d <= now {
+			if seen == nil {
+				seen = map[uint32]struct{}{}
+			}
+			seen[it.Slot] = struct{}{}
 		}
 		return true
 	})
-	return n
+	return len(seen)
 }
 
 // makeRoomLocked ensures need more accounted bytes fit under the cap,
@@ -372,15 +425,15 @@ func (s *shard) makeRoomLocked(need int64, now int64, exclude []uint32, ev *[]Re
 		return nil
 	}
 	for _, x := range exclude {
-		if en := &s.ents[x]; en.flags&flagTracked != 0 {
+		if en := s.at(x); en.flags()&flagTracked != 0 {
 			s.pol.Remove(evict.Handle(x))
 			s.evictb -= en.size()
-			en.flags &^= flagTracked
+			en.setFlags(en.flags() &^ flagTracked)
 		}
 	}
 	for !s.fitsLocked(need) {
 		h, ok := s.pol.Victim(now)
-		if !ok || int(h) >= len(s.ents) || s.ents[h].flags&flagTracked == 0 {
+		if !ok || int(h) >= len(s.ents) || s.ents[h] == 0 || s.at(uint32(h)).flags()&flagTracked == 0 {
 			// Unreachable while the policy and evictb are consistent
 			// (Check verifies both); fail safe.
 			return ErrOutOfMemory
@@ -411,7 +464,7 @@ func (s *shard) checkRoomLocked(need int64, now int64, exclude []uint32, ev *[]R
 	}
 	evictable := s.evictb
 	for _, x := range exclude {
-		if en := &s.ents[x]; en.flags&flagTracked != 0 {
+		if en := s.at(x); en.flags()&flagTracked != 0 {
 			evictable -= en.size()
 		}
 	}

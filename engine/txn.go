@@ -104,7 +104,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev 
 		s, h := e.shardFor(p.Key)
 		slot, ok := s.lookupLocked(p.Key, h, now, ev)
 		switch {
-		case !ok && p.Version != 0, ok && s.ents[slot].version != p.Version:
+		case !ok && p.Version != 0, ok && s.at(slot).version() != p.Version:
 			return nil, false, nil
 		}
 	}
@@ -130,7 +130,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev 
 		if !op.Delete {
 			switch {
 			case op.KeepTTL && found:
-				p.deadline = s.ents[slot].deadline
+				p.deadline = s.at(slot).deadline()
 			case op.TTL > 0:
 				d, err := deadlineAfter(now, op.TTL)
 				if err != nil {
@@ -144,7 +144,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev 
 			}
 			grow := size
 			if found {
-				grow -= s.ents[slot].size()
+				grow -= s.at(slot).size()
 				excl[s] = append(excl[s], slot)
 			}
 			need[s] += max(grow, 0)
@@ -154,8 +154,11 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev 
 	resync := func() {
 		for s, slots := range excl {
 			for _, slot := range slots {
-				en := &s.ents[slot]
-				s.syncPolicyLocked(slot, en, 0, en.size(), false)
+				if s.ents[slot] == 0 {
+					continue // deleted by this commit
+				}
+				en := s.at(slot)
+				s.syncPolicyLocked(en, 0, en.size(), false)
 			}
 		}
 	}
