@@ -61,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/tidekv/tide/usecases/store"
@@ -73,14 +74,55 @@ type Codec interface {
 	Unmarshal(data []byte, r *Record) error
 }
 
-// JSON is the default Codec.
+// JSON is the default Codec. Every string (user, tenant, authorization
+// keys and values, value names) is encoded as bytes (base64 in JSON), so any
+// byte string round-trips exactly, valid UTF-8 or not: two distinct tenants
+// never load as the same one.
 type JSON struct{}
 
+type wireRecord struct {
+	User       []byte      `json:"u"`
+	Tenant     []byte      `json:"t,omitempty"`
+	Auth       [][2][]byte `json:"a,omitempty"`
+	Created    time.Time   `json:"c"`
+	LastActive time.Time   `json:"l"`
+	Deadline   time.Time   `json:"d"`
+	Values     [][2][]byte `json:"v,omitempty"`
+}
+
 // Marshal implements Codec.
-func (JSON) Marshal(r *Record) ([]byte, error) { return json.Marshal(r) }
+func (JSON) Marshal(r *Record) ([]byte, error) {
+	w := wireRecord{User: []byte(r.UserID), Tenant: []byte(r.Tenant), Created: r.Created, LastActive: r.LastActive, Deadline: r.Deadline}
+	for _, k := range slices.Sorted(maps.Keys(r.Auth)) {
+		w.Auth = append(w.Auth, [2][]byte{[]byte(k), []byte(r.Auth[k])})
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Values)) {
+		w.Values = append(w.Values, [2][]byte{[]byte(k), r.Values[k]})
+	}
+	return json.Marshal(&w)
+}
 
 // Unmarshal implements Codec.
-func (JSON) Unmarshal(data []byte, r *Record) error { return json.Unmarshal(data, r) }
+func (JSON) Unmarshal(data []byte, r *Record) error {
+	var w wireRecord
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*r = Record{UserID: string(w.User), Tenant: string(w.Tenant), Created: w.Created, LastActive: w.LastActive, Deadline: w.Deadline}
+	if len(w.Auth) > 0 {
+		r.Auth = make(map[string]string, len(w.Auth))
+		for _, kv := range w.Auth {
+			r.Auth[string(kv[0])] = string(kv[1])
+		}
+	}
+	if len(w.Values) > 0 {
+		r.Values = make(map[string][]byte, len(w.Values))
+		for _, kv := range w.Values {
+			r.Values[string(kv[0])] = kv[1]
+		}
+	}
+	return nil
+}
 
 // Record is what the store holds for a session.
 type Record struct {
@@ -120,8 +162,12 @@ type Session struct {
 	// ID is the secret session ID (the cookie value). The store keeps only
 	// its hash.
 	ID string
+	// Record is the session's data. Its UserID is fixed at creation: Save
+	// and Rotate refuse a changed one with ErrInvalidUser (a different
+	// user needs a new session, and the per-user index must stay exact).
 	Record
 	version uint64
+	user    string // the UserID the session was created (and indexed) with
 }
 
 // Version returns the store version the session was loaded or last saved
@@ -238,7 +284,7 @@ func (m *Manager) Create(ctx context.Context, userID, tenant string, auth map[st
 		return nil, err
 	}
 	s := &Session{Record: Record{UserID: userID, Tenant: tenant, Auth: maps.Clone(auth),
-		Created: now, LastActive: now, Deadline: now.Add(m.cfg.AbsoluteTimeout)}}
+		Created: now, LastActive: now, Deadline: now.Add(m.cfg.AbsoluteTimeout)}, user: userID}
 	if err := m.insert(ctx, s, now); err != nil {
 		return nil, err
 	}
@@ -305,6 +351,7 @@ func (m *Manager) get(ctx context.Context, id string) (*Session, bool, error) {
 	if err := m.cfg.Codec.Unmarshal(it.Value, &s.Record); err != nil {
 		return nil, false, fmt.Errorf("%w: session record: %v", store.ErrCorrupt, err)
 	}
+	s.user = s.UserID
 	return s, true, nil
 }
 
@@ -333,6 +380,9 @@ func (m *Manager) Touch(ctx context.Context, s *Session) (bool, error) {
 
 // write CASes s at its version with the capped sliding TTL.
 func (m *Manager) write(ctx context.Context, s *Session, now time.Time) error {
+	if s.UserID != s.user {
+		return fmt.Errorf("%w: a session's user cannot change (%q to %q)", ErrInvalidUser, s.user, s.UserID)
+	}
 	ttl := m.ttl(&s.Record, now)
 	if ttl <= 0 {
 		return ErrNotFound
@@ -413,8 +463,11 @@ func (m *Manager) Rotate(ctx context.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
+	if s.UserID != s.user {
+		return fmt.Errorf("%w: a session's user cannot change (%q to %q)", ErrInvalidUser, s.user, s.UserID)
+	}
 	old, oldVersion := s.ID, s.version
-	ns := &Session{Record: s.Record}
+	ns := &Session{Record: s.Record, user: s.user}
 	ns.LastActive = now
 	if err := m.insert(ctx, ns, now); err != nil {
 		return err

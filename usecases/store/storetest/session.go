@@ -61,6 +61,41 @@ func RunSession(t *testing.T, newFixture NewFunc) {
 			}
 		}
 	})
+	t.Run("ArbitraryBytesRoundTrip", func(t *testing.T) {
+		f := newFixture(t)
+		m := newManager(t, f)
+		// Strings that are not valid UTF-8 must come back exactly (a JSON
+		// codec that rewrote them to U+FFFD would merge tenants "\xff" and
+		// "\xfe" and break DestroyAll by the loaded user ID).
+		for _, tenant := range []string{"\xff", "\xfe"} {
+			s, err := m.Create(ctx, "0\xff0", tenant, map[string]string{"\xc8": "\xd2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Set("\x80name", []byte{0, 0xff})
+			if err := m.Save(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			got, ok, err := m.Load(ctx, s.ID)
+			if !ok || err != nil {
+				t.Fatalf("Load: got (%v, %v)", ok, err)
+			}
+			v, _ := got.Get("\x80name")
+			if got.UserID != "0\xff0" || got.Tenant != tenant || got.Auth["\xc8"] != "\xd2" || string(v) != "\x00\xff" {
+				t.Fatalf("round trip: got user %q tenant %q auth %q value %q", got.UserID, got.Tenant, got.Auth, v)
+			}
+		}
+		loaded, _, _ := m.Load(ctx, mustCreate(t, m, "0\xff0").ID)
+		if n, err := m.DestroyAll(ctx, loaded.UserID); n != 3 || err != nil {
+			t.Fatalf("DestroyAll by the loaded user ID: got (%d, %v), want (3, nil)", n, err)
+		}
+		// The user of a session is fixed.
+		s := mustCreate(t, m, "mallory")
+		s.UserID = "admin"
+		if err := m.Save(ctx, s); !errors.Is(err, session.ErrInvalidUser) {
+			t.Fatalf("Save with a changed user: got %v, want ErrInvalidUser", err)
+		}
+	})
 	t.Run("SaveConflict", func(t *testing.T) {
 		f := newFixture(t)
 		m := newManager(t, f)
@@ -264,4 +299,13 @@ func flipFirst(id string) string {
 		c = 'B'
 	}
 	return string(c) + id[1:]
+}
+
+func mustCreate(t *testing.T, m *session.Manager, user string) *session.Session {
+	t.Helper()
+	s, err := m.Create(context.Background(), user, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
