@@ -61,9 +61,10 @@ type Config struct {
 }
 
 // Cache is a read-through cache. Create it with New; its zero value is not
-// usable. It is safe for concurrent use. A hit costs
-// one store read; a miss one read, one load (shared by concurrent callers)
-// and one write.
+// usable. It is safe for concurrent use. A hit costs one store read; a miss
+// two reads (the second inside the single flight, so a late caller finds
+// the value a flight that just ended stored), one load (shared by
+// concurrent callers) and one write.
 type Cache struct {
 	cfg   Config
 	group Group
@@ -139,6 +140,18 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	}
 	storeUp := err == nil
 	r, err := c.group.Do(ctx, key, func(ctx context.Context) (Result, error) {
+		// Double-check: a caller whose miss raced with the end of another
+		// flight finds that flight's value instead of loading again.
+		if storeUp {
+			if it, ok, err := c.cfg.Backend.Get(ctx, sk); err == nil && ok && len(it.Value) > 0 {
+				switch it.Value[0] {
+				case tagValue:
+					return Result{Value: it.Value[1:], Found: true}, nil
+				case tagNegative:
+					return Result{}, nil
+				}
+			}
+		}
 		v, found, err := c.cfg.Load(ctx, key)
 		if err != nil {
 			return Result{}, err

@@ -11,9 +11,11 @@
 // never a replay of someone else's answer.
 //
 // A record moves through: absent → in progress (claimed by one owner, with
-// a lease) → completed (result stored) or released (deleted, so a retry
-// executes again). A permanent failure is recorded as a completed outcome
-// and replayed as an error. Only the owner can complete or release. A
+// a lease) → completed (result stored: Complete), failed (a permanent
+// failure recorded: Fail) or released (deleted, so a retry executes again:
+// Release). A failure is replayed as an error wrapping ErrFailed. Do,
+// Claim, Complete and Fail share one encoding of the outcome, so they mix
+// freely on one key. Only the owner can complete or release. A
 // duplicate while in progress gets ErrInProgress with a retry hint (the
 // lease's remaining time), never a second execution.
 //
@@ -39,6 +41,13 @@
 // execute again; evicting a completed one makes a late duplicate execute
 // again. Run with memory headroom or a store whose policy spares these keys
 // (Redis: volatile-* with other keys carrying TTLs), or accept that bound.
+//
+// # Durability
+//
+// Records live as long as the store does. The embedded engine loses them
+// when the process exits; a Redis without persistence loses them on
+// restart. Either way a retry after the loss executes again: run Redis
+// with appendonly yes where that matters.
 //
 // # Store failure
 //
@@ -125,8 +134,11 @@ type Claim struct {
 	Owner string
 	// PrevOwner is the dead owner (Recover).
 	PrevOwner string
-	// Result is the stored result (Completed).
+	// Result is the stored result (Completed, when it succeeded).
 	Result []byte
+	// Err is the recorded permanent failure (Completed, when it failed; it
+	// wraps ErrFailed). Result is nil then.
+	Err error
 	// RetryAfter is when the holder's lease lapses (InProgress).
 	RetryAfter time.Duration
 }
@@ -209,7 +221,8 @@ func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 	case store.IdemInProgress:
 		return Claim{State: InProgress, RetryAfter: max(d.LeaseLeft, 0)}, nil
 	case store.IdemCompleted:
-		return Claim{State: Completed, Result: d.StoredResult}, nil
+		res, err := decodeOutcome(d.StoredResult)
+		return Claim{State: Completed, Result: res, Err: err}, nil
 	case store.IdemMismatch:
 		return Claim{}, ErrMismatch
 	}
@@ -235,10 +248,29 @@ func (s *Store) finish(ctx context.Context, op store.IdemOp, k Key, owner string
 	return nil, ErrNotOwner
 }
 
-// Complete stores result for k if owner holds the claim. If k was already
-// completed, it returns the stored result (which wins) and no error.
+// Complete stores result for k if owner holds the claim, and returns the
+// stored result. If k was already completed the earlier outcome wins: its
+// result is returned (or, if it was a failure, an error wrapping
+// ErrFailed).
 func (s *Store) Complete(ctx context.Context, k Key, owner string, result []byte) ([]byte, error) {
-	return s.finish(ctx, store.IdemComplete, k, owner, result)
+	stored, err := s.finish(ctx, store.IdemComplete, k, owner, encodeOutcome(result, nil))
+	if err != nil {
+		return nil, err
+	}
+	return decodeOutcome(stored)
+}
+
+// Fail records cause as k's final outcome if owner holds the claim: every
+// duplicate gets an error wrapping ErrFailed with cause's message. Use it
+// for failures after a side effect, or that retrying cannot fix; use
+// Release when a retry should execute again. If k was already completed
+// the earlier outcome wins.
+func (s *Store) Fail(ctx context.Context, k Key, owner string, cause error) error {
+	if cause == nil {
+		cause = ErrFailed
+	}
+	_, err := s.finish(ctx, store.IdemComplete, k, owner, encodeOutcome(nil, cause))
+	return err
 }
 
 // Release deletes owner's in-progress claim so that a retry executes again
@@ -268,8 +300,7 @@ func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Co
 	case InProgress:
 		return nil, false, &InProgressError{RetryAfter: c.RetryAfter}
 	case Completed:
-		res, err := decodeOutcome(c.Result)
-		return res, true, err
+		return c.Result, true, c.Err
 	case Recover:
 		if s.cfg.Recover == nil {
 			return nil, false, ErrNeedsRecovery
@@ -279,7 +310,8 @@ func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Co
 			return nil, false, err // keep the claim: its lease lapses and recovery is retried
 		}
 		if done {
-			return s.complete(ctx, k, c.Owner, encodeOutcome(res, nil))
+			res, err := s.Complete(ctx, k, c.Owner, res)
+			return res, false, err
 		}
 	}
 	res, err := fn(ctx)
@@ -290,19 +322,18 @@ func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Co
 		}
 		return nil, false, err
 	}
-	return s.complete(ctx, k, c.Owner, encodeOutcome(res, err))
-}
-
-func (s *Store) complete(ctx context.Context, k Key, owner string, enc []byte) ([]byte, bool, error) {
-	stored, err := s.Complete(ctx, k, owner, enc)
 	if err != nil {
-		return nil, false, err
+		if ferr := s.Fail(ctx, k, c.Owner, err); ferr != nil {
+			return nil, false, ferr
+		}
+		return nil, false, fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	res, ferr := decodeOutcome(stored)
-	return res, false, ferr
+	res, err = s.Complete(ctx, k, c.Owner, res)
+	return res, false, err
 }
 
-// The stored outcome: 'c' + result, or 'f' + error message.
+// The stored outcome, for every completion made through this package: 'c'
+// + result, or 'f' + the failure's message.
 func encodeOutcome(res []byte, err error) []byte {
 	if err != nil {
 		return append([]byte{'f'}, err.Error()...)

@@ -110,6 +110,10 @@ func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 			return
 		case Completed:
 			var resp storedResponse
+			if c.Err != nil {
+				http.Error(w, c.Err.Error(), http.StatusInternalServerError)
+				return
+			}
 			if json.Unmarshal(c.Result, &resp) != nil {
 				http.Error(w, "corrupt stored response", http.StatusInternalServerError)
 				return

@@ -18,7 +18,11 @@ import (
 // implementation should compute in microseconds (Redis TIME) so that every
 // quantity stays below 2^53, and round TTLs up to whole milliseconds
 // (PEXPIRE). Tests in storetest use millisecond-multiple parameters, so both
-// granularities give identical answers.
+// granularities give identical answers. Because Lua numbers are doubles, a
+// remote backend may reject with ErrInvalidArgument parameters whose
+// arithmetic could pass 2^52 (a token bucket's Capacity × Interval in
+// microseconds, a fixed window's Limit, a lease's MinToken); the embedded
+// backend accepts the whole int64 range.
 type Decision interface {
 	// DecisionName is the decision's stable name ("token_bucket", …), the
 	// name of its script on a remote backend.

@@ -61,7 +61,11 @@
 // the request was invalid (ErrInvalidArgument, ErrInvalidTTL, …) or the
 // store failed (ErrUnavailable, ErrClosed, ErrOutOfMemory, or a transport
 // error); in the second case the operation may or may not have happened,
-// and adapters treat it per their documented failure policy.
+// and adapters treat it per their documented failure policy. A backend must
+// not retry a write on its own once it may have reached the store (a
+// retried decision would apply twice: a token charged twice, a claim
+// answered "in progress" to its own owner); it reports ErrUnavailable and
+// lets the adapter's policy decide.
 //
 // # Conformance
 //

@@ -49,6 +49,28 @@ func RunIdempotency(t *testing.T, newFixture NewFunc) {
 				t.Errorf("step %d: got (%q, replayed %v, %v, calls %d), want (%q, %v, %v, %d)", i, res, replayed, err, calls, st.want, st.replayed, st.err, st.calls)
 			}
 		}
+		// Claim, Complete and Do share one encoding of the outcome.
+		if c, err := s.Claim(ctx, k, fp1); err != nil || c.State != idempotency.Completed || string(c.Result) != "receipt-1" || c.Err != nil {
+			t.Errorf("Claim of a key completed by Do: got (%v, %q, %v, %v), want (completed, \"receipt-1\", nil, nil)", c.State, c.Result, c.Err, err)
+		}
+		k3 := k
+		k3.Key = "manual"
+		c, _ := s.Claim(ctx, k3, fp1)
+		if stored, err := s.Complete(ctx, k3, c.Owner, []byte("by hand")); string(stored) != "by hand" || err != nil {
+			t.Errorf("Complete: got (%q, %v), want (\"by hand\", nil)", stored, err)
+		}
+		if res, replayed, err := s.Do(ctx, k3, fp1, charge); string(res) != "by hand" || !replayed || err != nil {
+			t.Errorf("Do on a key completed by Complete: got (%q, %v, %v), want the replay", res, replayed, err)
+		}
+		k4 := k
+		k4.Key = "failed"
+		c, _ = s.Claim(ctx, k4, fp1)
+		if err := s.Fail(ctx, k4, c.Owner, errors.New("card expired")); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := s.Claim(ctx, k4, fp1); c.State != idempotency.Completed || !errors.Is(c.Err, idempotency.ErrFailed) || c.Result != nil {
+			t.Errorf("Claim of a failed key: got (%v, %q, %v), want completed with an ErrFailed error", c.State, c.Result, c.Err)
+		}
 		if _, _, err := s.Do(ctx, idempotency.Key{}, fp1, charge); !errors.Is(err, idempotency.ErrInvalidKey) {
 			t.Errorf("empty key: got %v, want ErrInvalidKey", err)
 		}
