@@ -513,7 +513,10 @@ func (m *Manager) DestroyHandle(ctx context.Context, userID, h string) (bool, er
 }
 
 // DestroyAll revokes every session of userID and returns how many were
-// live. It reads the user's index, not the keyspace.
+// live. It reads the user's index, not the keyspace. It revokes every
+// session whose Create returned before DestroyAll began; a Create running
+// concurrently (index entry written, record not yet) may survive it, so
+// block the sign-in path first (change the password), then DestroyAll.
 func (m *Manager) DestroyAll(ctx context.Context, userID string) (int, error) {
 	n := 0
 	for {
