@@ -414,13 +414,10 @@ func TestClockChaos(t *testing.T) {
 	}
 }
 
-// TestStatsDueAfterDeadlineMovesLater is finding F11: an entry whose
-// deadline moved later (sliding TTL) and then passed must count in
-// Stats.Due until it is reclaimed.
+// TestStatsDueAfterDeadlineMovesLater is finding F11 (fixed in 8bff175): an
+// entry whose deadline moved later (sliding TTL) and then passed must count
+// in Stats.Due until it is reclaimed.
 func TestStatsDueAfterDeadlineMovesLater(t *testing.T) {
-	if !runKnownBugs() {
-		t.Skip("engine bug F11 (docs/RELIABILITY-findings.md); TIDE_KNOWN_BUGS=1 runs it")
-	}
 	for _, move := range []string{"GetAndExpire", "Expire", "SetKeepTTL"} {
 		clk := clock.NewManual(badStart)
 		e := newClockEngine(t, clk, func(c *engine.Config) { c.Shards = 1 })
