@@ -64,14 +64,15 @@ const Buckets = 10000
 // State is what a flag says.
 type State struct {
 	// Enabled turns the flag on (for the Rollout share of units).
-	Enabled bool `json:"enabled"`
+	Enabled bool
 	// Killed forces the flag off for everyone (the kill switch).
-	Killed bool `json:"killed,omitempty"`
+	Killed bool
 	// Rollout is the share of units the flag is on for, in basis points
 	// (0..10000). A new flag's 0 means nobody; 10000 means everyone.
-	Rollout int `json:"rollout"`
-	// Salt is mixed into the bucket hash. "" means the flag's name.
-	Salt string `json:"salt,omitempty"`
+	Rollout int
+	// Salt is mixed into the bucket hash. "" means the flag's name. Any
+	// bytes round-trip exactly.
+	Salt string
 }
 
 // Flag is a flag's current record.
@@ -87,19 +88,46 @@ type Flag struct {
 
 // AuditRecord is one entry of a flag's audit log.
 type AuditRecord struct {
-	Revision uint64    `json:"rev"`
-	Actor    string    `json:"actor"`
-	Time     time.Time `json:"time"`
-	Reason   string    `json:"reason,omitempty"`
-	Before   *State    `json:"before,omitempty"` // nil for the creation
-	After    State     `json:"after"`
+	Revision uint64
+	Actor    string
+	Time     time.Time
+	Reason   string
+	Before   *State // nil for the creation
+	After    State
 }
 
-type record struct {
-	State
+// The stored forms: JSON with every string as bytes (base64), so any byte
+// string round-trips exactly (a salt that changed on the way would move
+// units between buckets).
+type wireState struct {
+	Enabled bool   `json:"enabled,omitempty"`
+	Killed  bool   `json:"killed,omitempty"`
+	Rollout int    `json:"rollout"`
+	Salt    []byte `json:"salt,omitempty"`
+}
+
+type wireRecord struct {
+	State     wireState `json:"s"`
 	Revision  uint64    `json:"rev"`
 	UpdatedAt time.Time `json:"at"`
-	UpdatedBy string    `json:"by"`
+	UpdatedBy []byte    `json:"by,omitempty"`
+}
+
+type wireAudit struct {
+	Revision uint64     `json:"rev"`
+	Actor    []byte     `json:"actor,omitempty"`
+	Time     time.Time  `json:"time"`
+	Reason   []byte     `json:"reason,omitempty"`
+	Before   *wireState `json:"before,omitempty"`
+	After    wireState  `json:"after"`
+}
+
+func toWire(st State) wireState {
+	return wireState{Enabled: st.Enabled, Killed: st.Killed, Rollout: st.Rollout, Salt: []byte(st.Salt)}
+}
+
+func (w wireState) state() State {
+	return State{Enabled: w.Enabled, Killed: w.Killed, Rollout: w.Rollout, Salt: string(w.Salt)}
 }
 
 // Config configures a Store.
@@ -210,11 +238,11 @@ func (s *Store) Get(ctx context.Context, name string) (Flag, bool, error) {
 	if !ok || err != nil {
 		return Flag{}, false, err
 	}
-	var r record
+	var r wireRecord
 	if err := json.Unmarshal(it.Value, &r); err != nil {
 		return Flag{}, false, fmt.Errorf("%w: flag %q: %v", store.ErrCorrupt, name, err)
 	}
-	f := Flag{Name: name, State: r.State, Revision: r.Revision, UpdatedAt: r.UpdatedAt, UpdatedBy: r.UpdatedBy, version: it.Version}
+	f := Flag{Name: name, State: r.State.state(), Revision: r.Revision, UpdatedAt: r.UpdatedAt, UpdatedBy: string(r.UpdatedBy), version: it.Version}
 	s.remember(f, true)
 	return f, true, nil
 }
@@ -275,14 +303,14 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	if err != nil {
 		return Flag{}, err
 	}
-	rec := record{State: next, Revision: 1, UpdatedAt: now, UpdatedBy: actor}
-	audit := AuditRecord{Revision: 1, Actor: actor, Time: now, Reason: reason, After: next}
+	rec := wireRecord{State: toWire(next), Revision: 1, UpdatedAt: now, UpdatedBy: []byte(actor)}
+	audit := wireAudit{Revision: 1, Actor: []byte(actor), Time: now, Reason: []byte(reason), After: toWire(next)}
 	var ifVersion uint64
 	if prev != nil {
 		ifVersion = prev.version
 		rec.Revision = prev.Revision + 1
 		audit.Revision = rec.Revision
-		before := prev.State
+		before := toWire(prev.State)
 		audit.Before = &before
 	}
 	val, _ := json.Marshal(rec)
@@ -371,9 +399,14 @@ func (s *Store) History(ctx context.Context, name string) ([]AuditRecord, error)
 	}
 	out := make([]AuditRecord, 0, len(recs))
 	for _, r := range recs {
-		var a AuditRecord
-		if err := json.Unmarshal(r, &a); err != nil {
+		var w wireAudit
+		if err := json.Unmarshal(r, &w); err != nil {
 			return nil, fmt.Errorf("%w: audit record: %v", store.ErrCorrupt, err)
+		}
+		a := AuditRecord{Revision: w.Revision, Actor: string(w.Actor), Time: w.Time, Reason: string(w.Reason), After: w.After.state()}
+		if w.Before != nil {
+			b := w.Before.state()
+			a.Before = &b
 		}
 		out = append(out, a)
 	}

@@ -118,6 +118,34 @@ func RunFlag(t *testing.T, newFixture NewFunc) {
 			t.Fatal("killed flag is on")
 		}
 	})
+	t.Run("ArbitraryBytesRoundTrip", func(t *testing.T) {
+		f := newFixture(t)
+		s := newStore(t, f, nil)
+		// A salt that changed on the round trip would move units between
+		// buckets: raising the rollout must keep everyone who was in.
+		st := flag.State{Enabled: true, Rollout: 2500, Salt: "\xdd\xd1\xaa"}
+		f1, err := s.Create(ctx, "\xff-flag", st, "\xfeactor", "\x80reason")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f2, err := s.SetRollout(ctx, "\xff-flag", 7500, "a", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f2.Salt != st.Salt {
+			t.Fatalf("salt after a write: got %q, want %q", f2.Salt, st.Salt)
+		}
+		for u := range 500 {
+			unit := fmt.Sprint("\x00{}\r\n;=,\" é", u)
+			if f1.On(unit) && !f2.On(unit) {
+				t.Fatalf("raising the rollout dropped %q", unit)
+			}
+		}
+		hist, _ := s.History(ctx, "\xff-flag")
+		if len(hist) != 2 || hist[0].Actor != "\xfeactor" || hist[0].Reason != "\x80reason" || hist[1].Before.Salt != st.Salt {
+			t.Fatalf("audit round trip: got %+v", hist)
+		}
+	})
 	t.Run("CacheStalenessAndWatchers", func(t *testing.T) {
 		f := newFixture(t)
 		local := clock.NewManual(time.Unix(0, 0))
