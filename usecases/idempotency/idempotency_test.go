@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,6 +64,8 @@ func TestMiddleware(t *testing.T) {
 		n := charges.Add(1)
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("X-Charge", fmt.Sprint(n))
+		w.Header().Add("X-Raw", "\xff\xfe")
+		w.Header().Add("X-Raw", "two")
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, "charged %s (#%d)", body, n)
 	})
@@ -101,8 +104,8 @@ func TestMiddleware(t *testing.T) {
 			t.Errorf("step %d: got %+v, want %+v", i, got, st.want)
 		}
 	}
-	if rec := do("POST", "/pay", "k1", "10"); rec.Header().Get("X-Charge") != "2" {
-		t.Errorf("replayed headers: got X-Charge %q, want \"2\"", rec.Header().Get("X-Charge"))
+	if rec := do("POST", "/pay", "k1", "10"); rec.Header().Get("X-Charge") != "2" || !slices.Equal(rec.Header().Values("X-Raw"), []string{"\xff\xfe", "two"}) {
+		t.Errorf("replayed headers: got X-Charge %q X-Raw %q, want \"2\" and the raw bytes", rec.Header().Get("X-Charge"), rec.Header().Values("X-Raw"))
 	}
 	// In progress → 409 with Retry-After.
 	done := make(chan *httptest.ResponseRecorder)

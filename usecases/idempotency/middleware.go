@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -114,13 +116,13 @@ func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 				http.Error(w, c.Err.Error(), http.StatusInternalServerError)
 				return
 			}
-			if json.Unmarshal(c.Result, &resp) != nil {
+			if json.Unmarshal(c.Result, &resp) != nil || resp.Status < 100 || resp.Status > 999 {
 				http.Error(w, "corrupt stored response", http.StatusInternalServerError)
 				return
 			}
 			h := w.Header()
-			for name, vs := range resp.Header {
-				h[name] = vs
+			for _, kv := range resp.Header {
+				h[string(kv[0])] = append(h[string(kv[0])], string(kv[1]))
 			}
 			h.Set(ReplayedHeader, "true")
 			w.WriteHeader(resp.Status)
@@ -137,7 +139,13 @@ func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 		if rec.status >= 500 {
 			cfg.Store.Release(r.Context(), k, c.Owner)
 		} else {
-			enc, _ := json.Marshal(storedResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()})
+			resp := storedResponse{Status: rec.status, Body: rec.body.Bytes()}
+			for _, name := range slices.Sorted(maps.Keys(rec.header)) {
+				for _, v := range rec.header[name] {
+					resp.Header = append(resp.Header, [2][]byte{[]byte(name), []byte(v)})
+				}
+			}
+			enc, _ := json.Marshal(resp)
 			// If completion fails the record stays in progress and its
 			// lease lapses into recovery; the client still gets the answer.
 			cfg.Store.Complete(r.Context(), k, c.Owner, enc)
@@ -151,9 +159,11 @@ func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 	})
 }
 
+// storedResponse is a response as stored: header names and values as bytes
+// (base64 in JSON), so that any header bytes replay exactly.
 type storedResponse struct {
 	Status int         `json:"s"`
-	Header http.Header `json:"h"`
+	Header [][2][]byte `json:"h,omitempty"`
 	Body   []byte      `json:"b"`
 }
 
