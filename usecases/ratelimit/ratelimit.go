@@ -48,6 +48,8 @@ package ratelimit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -181,9 +183,22 @@ func New(cfg Config) (*Limiter, error) {
 	return l, nil
 }
 
-// Key returns the store key the limiter uses for key. The caller's key is
-// wrapped in braces (a Redis Cluster hash tag).
-func (l *Limiter) Key(key string) string { return l.cfg.Prefix + "{" + key + "}" }
+// maxRawKey is the longest caller key used verbatim; longer ones are
+// hashed, so that an oversized key (from a header an attacker controls) is
+// limited like any other instead of failing in the store, where a FailOpen
+// limiter would admit it.
+const maxRawKey = 256
+
+// Key returns the store key the limiter uses for key: the caller's key
+// wrapped in braces (a Redis Cluster hash tag), or its SHA-256 if it is
+// longer than 256 bytes.
+func (l *Limiter) Key(key string) string {
+	if len(key) > maxRawKey {
+		sum := sha256.Sum256([]byte(key))
+		key = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return l.cfg.Prefix + "{" + key + "}"
+}
 
 // Allow is AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {

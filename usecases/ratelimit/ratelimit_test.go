@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,17 @@ func TestMiddleware(t *testing.T) {
 	ratelimit.Middleware(l2, func(*http.Request) (string, bool) { return "x", true }, ok).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("store down, fail closed: got %d (Retry-After %q), want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
+
+func TestHugeKeyIsLimited(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	l, _ := ratelimit.New(ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 1, Period: time.Minute, OnStoreError: ratelimit.FailOpen})
+	huge := strings.Repeat("k", 1<<20)
+	if r, err := l.Allow(context.Background(), huge); !r.Allowed || err != nil {
+		t.Fatalf("first request with a 1 MiB key: got (%v, %v), want allowed", r.Allowed, err)
+	}
+	if r, err := l.Allow(context.Background(), huge); r.Allowed || err != nil {
+		t.Fatalf("second request with a 1 MiB key: got (%v, %v), want denied (not a fail-open store error)", r.Allowed, err)
 	}
 }
