@@ -27,6 +27,8 @@ package cache
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -123,10 +125,21 @@ func (c *Cache) report(key string, err error) {
 	}
 }
 
+// storeKey is the prefix and key, or the key's SHA-256 if it is longer than
+// 256 bytes (an oversized key is still cached instead of failing in the
+// store and reaching the origin every time).
+func (c *Cache) storeKey(key string) string {
+	if len(key) > 256 {
+		sum := sha256.Sum256([]byte(key))
+		return c.cfg.Prefix + "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return c.cfg.Prefix + key
+}
+
 // Get returns key's value from the cache, loading it on a miss. found is
 // false if the origin has no such key (then or within NegativeTTL).
 func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	sk := c.cfg.Prefix + key
+	sk := c.storeKey(key)
 	it, ok, err := c.cfg.Backend.Get(ctx, sk)
 	if err != nil {
 		c.report(key, err)
@@ -178,6 +191,6 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // Invalidate removes key from the cache (the next Get loads it).
 func (c *Cache) Invalidate(ctx context.Context, key string) error {
-	_, err := c.cfg.Backend.Delete(ctx, c.cfg.Prefix+key)
+	_, err := c.cfg.Backend.Delete(ctx, c.storeKey(key))
 	return err
 }
