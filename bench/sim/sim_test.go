@@ -204,7 +204,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	tab := &Table{Trace: &Trace{Name: "t", Title: "t", Caps: []int{100, 1000}}, Contenders: cs, Ratios: res}
 	var b bytes.Buffer
-	WriteMarkdown(&b, []*Table{tab}, nil, "test", 0)
+	WriteMarkdown(&b, []*Table{tab}, nil, "test", "no time")
 	if !bytes.Contains(b.Bytes(), []byte("| 1k |")) {
 		t.Errorf("markdown lacks the 1k row:\n%s", b.String())
 	}

@@ -15,12 +15,14 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"log"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tidekv/tide/bench/sim"
@@ -126,7 +128,11 @@ func main() {
 		w = f
 	}
 	cmd := "go run ./cmd/hitratio " + strings.Join(os.Args[1:], " ")
-	sim.WriteMarkdown(w, tables, ref, strings.TrimSpace(cmd), time.Since(start))
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	timing := fmt.Sprintf("%.0fs wall, %.0fs CPU, GOMAXPROCS=%d, %s", time.Since(start).Seconds(), cpu.Seconds(), runtime.GOMAXPROCS(0), time.Now().UTC().Format("2006-01-02"))
+	sim.WriteMarkdown(w, tables, ref, strings.TrimSpace(cmd), timing)
 	if *charts != "none" {
 		if err := os.MkdirAll(*charts, 0o755); err != nil {
 			log.Fatal(err)
