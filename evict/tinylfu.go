@@ -62,9 +62,10 @@ type queue struct {
 // key (cache-aside) is counted once.
 //
 // Cost: Access and Miss O(1); Add, Update, Remove and Victim O(1) amortized
-// plus the buffered events they replay. Memory: about 33 bytes per entry
-// (hash, size, list links, segment) plus 8 bytes of sketch per entry of
-// capacity, plus a fixed 5 KiB of buffers per shard.
+// plus the buffered events they replay (a sketch update and a list move
+// each). Memory: 25 bytes per entry (hash, size, list links, segment) plus
+// 8 bytes of sketch per entry of capacity, plus a fixed 5 KiB of buffers
+// per shard. The sketch is allocated when the shard is half full.
 //
 // Choose it by default for caches: it matches or beats LRU and LFU on
 // almost every workload, resists scans and one-hit wonders, and adapts
