@@ -383,6 +383,16 @@ func (e *Engine) Close() error {
 	return nil
 }
 
+// Clock returns the clock the engine reads (Config.Clock, or clock.Real).
+// Code that must agree with the engine on time (a store adapter stamping
+// records) reads the same clock.
+func (e *Engine) Clock() clock.Clock { return e.clock }
+
+// Closed reports whether Close has been called. Reads on a closed engine
+// report a miss; a caller that must tell a miss from a closed engine checks
+// Closed after a miss.
+func (e *Engine) Closed() bool { return e.closed.Load() }
+
 func (e *Engine) shardFor(key string) (*shard, uint64) {
 	h := xxhash.Sum64String(key)
 	return &e.shards[h&e.mask], h

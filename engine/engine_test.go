@@ -553,8 +553,14 @@ func TestCloseIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Set("k", []byte("v"))
+	if e.Closed() {
+		t.Fatal("Closed before Close")
+	}
 	e.Close()
 	e.Close()
+	if !e.Closed() {
+		t.Fatal("not Closed after Close")
+	}
 	if _, err := e.Set("k", []byte("v")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Set after Close: got %v want ErrClosed", err)
 	}

@@ -28,8 +28,8 @@ import (
 type Config struct {
 	// Engine is the engine to use. Required.
 	Engine *engine.Engine
-	// Clock must be the clock the engine was configured with (nil means
-	// clock.Real, the engine's default). Decisions read it; giving a
+	// Clock must be the clock the engine was configured with; nil means
+	// the engine's own (Engine.Clock). Decisions read it; giving a
 	// different clock makes decisions and TTLs disagree.
 	Clock clock.Clock
 }
@@ -54,7 +54,7 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("%w: embedded.Config.Engine is nil", store.ErrInvalidArgument)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
+		cfg.Clock = cfg.Engine.Clock()
 	}
 	return &Backend{e: cfg.Engine, clk: cfg.Clock}, nil
 }
@@ -79,6 +79,9 @@ func (b *Backend) Get(ctx context.Context, key string) (store.Item, bool, error)
 	}
 	it, ok := b.e.GetItem(key)
 	if !ok {
+		if b.e.Closed() {
+			return store.Item{}, false, store.ErrClosed
+		}
 		return store.Item{}, false, nil
 	}
 	return store.Item{Value: it.Value, Version: it.Version, TTL: it.TTL}, true, nil

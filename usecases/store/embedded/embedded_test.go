@@ -1,11 +1,14 @@
 package embedded_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/tidekv/tide/engine"
+	"github.com/tidekv/tide/usecases/store"
 	"github.com/tidekv/tide/usecases/store/embedded"
 	"github.com/tidekv/tide/usecases/store/storetest"
 )
@@ -53,4 +56,23 @@ func realTime(t *testing.T) storetest.Fixture {
 		t.Fatal(err)
 	}
 	return storetest.Fixture{Backend: b, Advance: storetest.SleepAdvance, Unit: 100 * time.Millisecond, Slack: 25 * time.Millisecond}
+}
+
+func TestGetAfterCloseIsErrClosed(t *testing.T) {
+	e, err := engine.New(engine.Config{ExpiryInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := embedded.New(embedded.Config{Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, ok, err := b.Get(ctx, "missing"); ok || err != nil {
+		t.Fatalf("Get on open engine: got %v,%v want miss,nil", ok, err)
+	}
+	e.Close()
+	if _, _, err := b.Get(ctx, "missing"); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Get after Close: got %v want ErrClosed", err)
+	}
 }
