@@ -136,6 +136,8 @@ type shard struct {
 
 	writes, expired, evicted, deleted, replaced uint64
 
+	sink uint64 // keeps the reclaim loop's warming loads alive
+
 	_      [64]byte
 	hits   atomic.Uint64
 	misses atomic.Uint64
@@ -356,34 +358,68 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	}
 }
 
+// reclaimBatch is how many due index items reclaimDueLocked pops before
+// touching their records.
+const reclaimBatch = 64
+
 // reclaimDueLocked removes up to max due entries, earliest first. It pops
 // at most 4×max index items (garbage items and items of entries whose
 // deadline moved later cost a pop each) and reports whether due items
 // remain.
+//
+// Due entries are usually cold (nobody has read them for a TTL), so each
+// costs a few cache misses: its slot word, its record, its table word. The
+// items are therefore popped in batches, and each batch's slot words, then
+// records and table words, are loaded in loops of independent loads before
+// any entry is removed, so that the CPU overlaps the misses instead of
+// taking them one after another.
 func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more bool) {
-	for pops := 0; n < max; pops++ {
-		it, ok := s.idx.Min()
-		if !ok || it.Deadline > now {
-			return n, false
+	var batch [reclaimBatch]expiry.Item
+	var hashes [reclaimBatch]uint64
+	for pops := 0; n < max && pops < 4*max; {
+		k := 0
+		for k < len(batch) && n+k < max && pops < 4*max {
+			it, ok := s.idx.PopDue(now)
+			if !ok {
+				break
+			}
+			pops++
+			batch[k] = it
+			k++
 		}
-		if pops >= 4*max {
-			return n, true
+		if k == 0 {
+			break
 		}
-		s.idx.PopDue(now)
-		if s.ents[it.Slot] == 0 {
-			continue // garbage: the entry is gone
+		var sink uint64
+		for _, it := range batch[:k] {
+			sink += uint64(s.ents[it.Slot])
 		}
-		switch d := s.at(it.Slot).deadline(); {
-		case d == 0:
-			// Garbage: the entry lost its TTL.
-		case d == it.Deadline:
-			s.removeLocked(it.Slot, 0, Expired, ev)
-			n++
-		case d > it.Deadline:
-			// The deadline moved later: file it there (a no-op if an
-			// item at that deadline exists already), so that entries
-			// leave in the order of their own deadlines.
-			s.idx.Add(expiry.Item{Deadline: d, Slot: it.Slot})
+		for i, it := range batch[:k] {
+			hashes[i] = 0
+			if o := s.ents[it.Slot]; o != 0 {
+				if en := (entry{s, it.Slot, o - 1}); en.deadline() == it.Deadline {
+					hashes[i] = xxhash.Sum64(en.key())
+					sink += s.tab.Touch(table.Tag(hashes[i]))
+				}
+			}
+		}
+		s.sink = sink
+		for i, it := range batch[:k] {
+			if s.ents[it.Slot] == 0 {
+				continue // garbage: the entry is gone
+			}
+			switch d := s.at(it.Slot).deadline(); {
+			case d == 0:
+				// Garbage: the entry lost its TTL.
+			case d == it.Deadline:
+				s.removeLocked(it.Slot, hashes[i], Expired, ev)
+				n++
+			case d > it.Deadline:
+				// The deadline moved later: file it there (a no-op if an
+				// item at that deadline exists already), so that entries
+				// leave in the order of their own deadlines.
+				s.idx.Add(expiry.Item{Deadline: d, Slot: it.Slot})
+			}
 		}
 	}
 	it, ok := s.idx.Min()

@@ -87,6 +87,15 @@ func (t *Table) Next(tag uint32, i *int) (uint32, bool) {
 	}
 }
 
+// Touch loads the word where a probe for tag starts and returns it, so
+// that a caller can warm the cache line before it needs it.
+func (t *Table) Touch(tag uint32) uint64 {
+	if len(t.words) == 0 {
+		return 0
+	}
+	return t.words[t.home(tag)]
+}
+
 // Insert stores slot under tag. The caller ensures the pair is not already
 // stored.
 func (t *Table) Insert(tag uint32, slot uint32) {
