@@ -358,6 +358,9 @@ func main() {
 		var xs, ys [][]float64
 		for _, r := range exp.Results {
 			at1 := "?"
+			if r.ClearAfter >= 0 && r.ClearAfter <= 1 {
+				at1 = "0"
+			}
 			for _, s := range r.Samples {
 				if s.T >= 1 {
 					if s.ExpiredLeft >= 0 {
