@@ -3,7 +3,7 @@
 // reclamation and expiry cost (each heap measurement one process per
 // peer), then the tables and charts.
 //
-//	go run ./cmd/runall            # full run, about 35 minutes; writes results/, charts/, README.md
+//	go run ./cmd/runall            # full run, 35-75 minutes; writes results/, charts/, README.md
 //	go run ./cmd/runall -quick     # CI smoke: every workload at toy sizes, under 2 minutes; writes to a temp dir
 //
 // Run it from bench/.
@@ -21,8 +21,8 @@ import (
 
 func main() {
 	quick := flag.Bool("quick", false, "CI smoke: toy sizes, results in a temporary directory")
-	rounds := flag.Int("rounds", 5, "interleaved throughput repetitions")
-	benchtime := flag.String("benchtime", "500ms", "go test -benchtime per throughput benchmark")
+	rounds := flag.Int("rounds", 2, "interleaved throughput repetitions")
+	benchtime := flag.String("benchtime", "400ms", "go test -benchtime per throughput benchmark")
 	cpu := flag.String("cpu", "1,2", "go test -cpu list")
 	skip := flag.String("skip", "", "comma-separated steps to skip: throughput,memory,gc,expiry,cost,report")
 	flag.Parse()
