@@ -3,6 +3,7 @@ package engine
 import (
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func benchKeySet() []string {
 	return keys
 }
 
-// zipfIndexes pre-generates a Zipf-distributed access sequence.
+// zipfIndexes pre-generates a Zipf-distributed (s = 1.01) access sequence.
 func zipfIndexes(n int, seed uint64) []uint32 {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	z := rand.NewZipf(r, 1.01, 1, benchKeys-1)
@@ -45,6 +46,22 @@ func filledEngine(b *testing.B, keys []string, ttl time.Duration) *Engine {
 	return e
 }
 
+// runZipf runs op in parallel over the pre-generated Zipf sequence; each
+// goroutine starts at its own offset and keeps its own read buffer.
+func runZipf(b *testing.B, keys []string, idx []uint32, op func(i int, key string, buf []byte) []byte) {
+	var seed atomic.Uint32
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(seed.Add(7919))
+		buf := make([]byte, 0, 128)
+		for pb.Next() {
+			buf = op(i, keys[idx[i&(len(idx)-1)]], buf)
+			i++
+		}
+	})
+}
+
 func BenchmarkGet(b *testing.B) {
 	keys := benchKeySet()
 	idx := zipfIndexes(1<<20, 1)
@@ -52,16 +69,9 @@ func BenchmarkGet(b *testing.B) {
 		b.Run("ttl="+ttl.String(), func(b *testing.B) {
 			e := filledEngine(b, keys, ttl)
 			defer e.Close()
-			var seed atomic.Uint32
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				i := int(seed.Add(7919))
-				buf := make([]byte, 0, 128)
-				for pb.Next() {
-					buf, _ = e.AppendGet(buf[:0], keys[idx[i&(len(idx)-1)]])
-					i++
-				}
+			runZipf(b, keys, idx, func(_ int, k string, buf []byte) []byte {
+				buf, _ = e.AppendGet(buf[:0], k)
+				return buf
 			})
 		})
 	}
@@ -70,25 +80,18 @@ func BenchmarkGet(b *testing.B) {
 func BenchmarkSet(b *testing.B) {
 	keys := benchKeySet()
 	idx := zipfIndexes(1<<20, 2)
+	val := make([]byte, 64)
 	for _, ttl := range []time.Duration{0, time.Hour} {
 		b.Run("ttl="+ttl.String(), func(b *testing.B) {
 			e := filledEngine(b, keys, ttl)
 			defer e.Close()
-			val := make([]byte, 64)
-			var seed atomic.Uint32
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				i := int(seed.Add(7919))
-				for pb.Next() {
-					k := keys[idx[i&(len(idx)-1)]]
-					if ttl > 0 {
-						e.SetTTL(k, val, ttl)
-					} else {
-						e.Set(k, val)
-					}
-					i++
+			runZipf(b, keys, idx, func(_ int, k string, buf []byte) []byte {
+				if ttl > 0 {
+					e.SetTTL(k, val, ttl)
+				} else {
+					e.Set(k, val)
 				}
+				return buf
 			})
 		})
 	}
@@ -101,36 +104,43 @@ func BenchmarkMix90(b *testing.B) {
 	e := filledEngine(b, keys, 0)
 	defer e.Close()
 	val := make([]byte, 64)
-	var seed atomic.Uint32
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := int(seed.Add(7919))
-		buf := make([]byte, 0, 128)
-		for pb.Next() {
-			k := keys[idx[i&(len(idx)-1)]]
-			if i%10 == 0 {
-				e.Set(k, val)
-			} else {
-				buf, _ = e.AppendGet(buf[:0], k)
-			}
-			i++
+	runZipf(b, keys, idx, func(i int, k string, buf []byte) []byte {
+		if i%10 == 0 {
+			e.Set(k, val)
+			return buf
 		}
+		buf, _ = e.AppendGet(buf[:0], k)
+		return buf
 	})
 }
 
 func BenchmarkGetMiss(b *testing.B) {
 	keys := benchKeySet()
-	e := filledEngine(b, keys[:benchKeys/2], 0)
+	e := filledEngine(b, keys, 0)
 	defer e.Close()
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		buf := make([]byte, 0, 128)
-		for pb.Next() {
-			buf, _ = e.AppendGet(buf[:0], keys[benchKeys/2+i&(benchKeys/2-1)])
-			i++
-		}
+	missing := make([]string, len(keys))
+	for i := range missing {
+		missing[i] = "absent:" + strconv.Itoa(i) + ":pad"
+	}
+	idx := zipfIndexes(1<<20, 4)
+	runZipf(b, missing, idx, func(_ int, k string, buf []byte) []byte {
+		buf, _ = e.AppendGet(buf[:0], k)
+		return buf
+	})
+}
+
+// BenchmarkBaselineSyncMap is a reference point measured in the same run:
+// sync.Map holding the same keys, read with the same Zipf sequence.
+func BenchmarkBaselineSyncMap(b *testing.B) {
+	keys := benchKeySet()
+	idx := zipfIndexes(1<<20, 1)
+	var m sync.Map
+	val := make([]byte, 64)
+	for _, k := range keys {
+		m.Store(k, val)
+	}
+	runZipf(b, keys, idx, func(_ int, k string, buf []byte) []byte {
+		v, _ := m.Load(k)
+		return append(buf[:0], v.([]byte)...)
 	})
 }
