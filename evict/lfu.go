@@ -110,7 +110,7 @@ func (p *LFU) decayed(w, now uint32) uint32 {
 func (p *LFU) Add(h Handle, e Entry) {
 	p.s.set.add(h)
 	if int(h) >= len(p.meta) {
-		n := max(int(h)+1, 2*len(p.meta), 16)
+		n := growLen(h, len(p.meta))
 		s := make([]atomic.Uint32, n)
 		for i := range p.meta {
 			s[i].Store(p.meta[i].Load())

@@ -70,7 +70,7 @@ func (p *LRU) grow(h Handle) {
 	if int(h) < len(p.pos) {
 		return
 	}
-	n := max(int(h)+1, 2*len(p.pos), 16)
+	n := growLen(h, len(p.pos))
 	s := make([]atomic.Uint32, n)
 	for i := range p.stamp {
 		s[i].Store(p.stamp[i].Load())

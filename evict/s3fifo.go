@@ -46,12 +46,8 @@ type S3FIFOPolicy struct {
 	total   int64
 	count   int
 
-	hash       []uint64
-	size       []int64
-	prev, next []uint32
-	seg        []uint8 // segNone, s3S, s3M
-	freq       []atomic.Uint32
-	q          [3]queue
+	queues // seg: segNone, s3S, s3M
+	freq   []atomic.Uint32
 
 	ghost     []uint64 // ring of hashes
 	ghostHead int
@@ -76,61 +72,13 @@ func NewS3FIFO(shardBytes int64) *S3FIFOPolicy {
 }
 
 func (p *S3FIFOPolicy) grow(h Handle) {
-	if int(h) < len(p.seg) {
-		return
+	if n := p.queues.grow(h); n > 0 {
+		f2 := make([]atomic.Uint32, n)
+		for i := range p.freq {
+			f2[i].Store(p.freq[i].Load())
+		}
+		p.freq = f2
 	}
-	n := max(int(h)+1, 2*len(p.seg), 16)
-	u32 := func(s []uint32) []uint32 { t := make([]uint32, n); copy(t, s); return t }
-	p.prev, p.next = u32(p.prev), u32(p.next)
-	h2 := make([]uint64, n)
-	copy(h2, p.hash)
-	p.hash = h2
-	s2 := make([]int64, n)
-	copy(s2, p.size)
-	p.size = s2
-	g2 := make([]uint8, n)
-	copy(g2, p.seg)
-	p.seg = g2
-	f2 := make([]atomic.Uint32, n)
-	for i := range p.freq {
-		f2[i].Store(p.freq[i].Load())
-	}
-	p.freq = f2
-}
-
-func (p *S3FIFOPolicy) tracked(h Handle) bool { return int(h) < len(p.seg) && p.seg[h] != segNone }
-
-func (p *S3FIFOPolicy) link(h Handle, s uint8) {
-	q := &p.q[s]
-	p.seg[h] = s
-	p.prev[h] = none
-	p.next[h] = q.head
-	if q.head != none {
-		p.prev[q.head] = uint32(h)
-	} else {
-		q.tail = uint32(h)
-	}
-	q.head = uint32(h)
-	q.bytes += p.size[h]
-	q.n++
-}
-
-func (p *S3FIFOPolicy) unlink(h Handle) {
-	q := &p.q[p.seg[h]]
-	pr, nx := p.prev[h], p.next[h]
-	if pr != none {
-		p.next[pr] = nx
-	} else {
-		q.head = nx
-	}
-	if nx != none {
-		p.prev[nx] = pr
-	} else {
-		q.tail = pr
-	}
-	q.bytes -= p.size[h]
-	q.n--
-	p.seg[h] = segNone
 }
 
 // ghostAdd remembers hash, forgetting the oldest when the ring is full.

@@ -16,7 +16,7 @@ func (s *denseSet) grow(h Handle) {
 	if int(h) < len(s.pos) {
 		return
 	}
-	n := max(int(h)+1, 2*len(s.pos), 16)
+	n := growLen(h, len(s.pos))
 	p := make([]uint32, n)
 	copy(p, s.pos)
 	for i := len(s.pos); i < n; i++ {

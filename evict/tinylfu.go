@@ -81,11 +81,7 @@ type WTinyLFU struct {
 	count     int
 	est       int // capacity estimate in entries (sketch and sample size)
 
-	hash       []uint64
-	size       []int64
-	prev, next []uint32
-	seg        []uint8
-	q          [4]queue // indexed by seg
+	queues // indexed by seg: window, probation, protected
 
 	sk     sketch
 	reads  readBuffer
@@ -122,63 +118,7 @@ func (p *WTinyLFU) setMaximum(m int64) {
 	p.adjust = 0
 }
 
-func (p *WTinyLFU) grow(h Handle) {
-	if int(h) < len(p.seg) {
-		return
-	}
-	n := max(int(h)+1, 2*len(p.seg), 16)
-	grow := func(s []uint32) []uint32 {
-		t := make([]uint32, n)
-		copy(t, s)
-		return t
-	}
-	p.prev, p.next = grow(p.prev), grow(p.next)
-	h2 := make([]uint64, n)
-	copy(h2, p.hash)
-	p.hash = h2
-	s2 := make([]int64, n)
-	copy(s2, p.size)
-	p.size = s2
-	g2 := make([]uint8, n)
-	copy(g2, p.seg)
-	p.seg = g2
-}
-
-func (p *WTinyLFU) tracked(h Handle) bool { return int(h) < len(p.seg) && p.seg[h] != segNone }
-
-// link puts h at the MRU end of queue s.
-func (p *WTinyLFU) link(h Handle, s uint8) {
-	q := &p.q[s]
-	p.seg[h] = s
-	p.prev[h] = none
-	p.next[h] = q.head
-	if q.head != none {
-		p.prev[q.head] = uint32(h)
-	} else {
-		q.tail = uint32(h)
-	}
-	q.head = uint32(h)
-	q.bytes += p.size[h]
-	q.n++
-}
-
-func (p *WTinyLFU) unlink(h Handle) {
-	q := &p.q[p.seg[h]]
-	pr, nx := p.prev[h], p.next[h]
-	if pr != none {
-		p.next[pr] = nx
-	} else {
-		q.head = nx
-	}
-	if nx != none {
-		p.prev[nx] = pr
-	} else {
-		q.tail = pr
-	}
-	q.bytes -= p.size[h]
-	q.n--
-	p.seg[h] = segNone
-}
+func (p *WTinyLFU) grow(h Handle) { p.queues.grow(h) }
 
 func (p *WTinyLFU) move(h Handle, s uint8) {
 	p.unlink(h)

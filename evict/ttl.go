@@ -30,7 +30,7 @@ func NewTTL() *TTL { return &TTL{s: newSampler(0x74746c)} }
 func (p *TTL) Add(h Handle, e Entry) {
 	p.s.set.add(h)
 	if int(h) >= len(p.deadline) {
-		n := max(int(h)+1, 2*len(p.deadline), 16)
+		n := growLen(h, len(p.deadline))
 		d := make([]int64, n)
 		copy(d, p.deadline)
 		p.deadline = d

@@ -18,3 +18,8 @@ func mix64(z uint64) uint64 {
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
 }
+
+// growLen is the new length of a per-handle array that must hold handle h:
+// 1.25× the current length (the engine's slot array grows about as fast),
+// so that the arrays' slack stays near a quarter instead of up to double.
+func growLen(h Handle, cur int) int { return max(int(h)+1, cur+cur/4, 16) }
