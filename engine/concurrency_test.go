@@ -174,3 +174,29 @@ func TestConcurrentReadersAndExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestHitMissCountsExactUnderConcurrency(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 4})
+	e.Set("present", []byte("v"))
+	const workers, each = 8, 1000
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 0, 8)
+			for i := range each {
+				if i%4 == 0 {
+					buf, _ = e.AppendGet(buf[:0], "absent")
+				} else {
+					buf, _ = e.AppendGet(buf[:0], "present")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st := e.Stats()
+	if wantH, wantM := uint64(workers*each*3/4), uint64(workers*each/4); st.Hits != wantH || st.Misses != wantM {
+		t.Fatalf("hits, misses = %d, %d, want %d, %d", st.Hits, st.Misses, wantH, wantM)
+	}
+}
