@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -17,8 +16,7 @@ func (b *Backend) decisionKey(key string) error {
 }
 
 func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
-	if d.Capacity < 1 || d.Interval <= 0 || d.Cost < 0 || d.Cost > d.Capacity || d.Capacity > math.MaxInt64/int64(d.Interval) ||
-		d.Capacity > maxLuaInt/ceilDiv(d.Interval, time.Microsecond) {
+	if d.Capacity > maxLuaInt/ceilDiv(d.Interval, time.Microsecond) { // Lua numbers are doubles
 		return fmt.Errorf("%w: token bucket capacity %d, interval %v, cost %d", store.ErrInvalidArgument, d.Capacity, d.Interval, d.Cost)
 	}
 	if err := b.decisionKey(d.Key); err != nil {
@@ -38,7 +36,7 @@ func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
 }
 
 func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
-	if d.Limit < 1 || d.Window <= 0 || d.Cost < 0 || d.Limit > maxLuaInt {
+	if d.Limit > maxLuaInt { // Lua numbers are doubles
 		return fmt.Errorf("%w: fixed window limit %d, window %v, cost %d", store.ErrInvalidArgument, d.Limit, d.Window, d.Cost)
 	}
 	if err := b.decisionKey(d.Key); err != nil {
@@ -59,9 +57,6 @@ func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
 }
 
 func (b *Backend) slidingWindow(ctx context.Context, d *store.SlidingWindow) error {
-	if d.Limit < 1 || d.Limit > store.MaxSlidingLimit || d.Window <= 0 || d.Cost < 0 || d.Cost > d.Limit {
-		return fmt.Errorf("%w: sliding window limit %d, window %v, cost %d", store.ErrInvalidArgument, d.Limit, d.Window, d.Cost)
-	}
 	if err := b.decisionKey(d.Key); err != nil {
 		return err
 	}
@@ -81,20 +76,6 @@ func (b *Backend) slidingWindow(ctx context.Context, d *store.SlidingWindow) err
 var idemOps = [...]string{store.IdemClaim: "claim", store.IdemComplete: "complete", store.IdemRelease: "release", store.IdemInspect: "inspect"}
 
 func (b *Backend) idempotency(ctx context.Context, d *store.Idempotency) error {
-	switch d.Op {
-	case store.IdemClaim:
-		if d.Owner == "" || d.Lease <= 0 || d.Retention < d.Lease {
-			return fmt.Errorf("%w: idempotency claim needs an owner, lease > 0 and retention ≥ lease (owner %q, lease %v, retention %v)",
-				store.ErrInvalidArgument, d.Owner, d.Lease, d.Retention)
-		}
-	case store.IdemComplete, store.IdemRelease:
-		if d.Owner == "" {
-			return fmt.Errorf("%w: idempotency op %d needs an owner", store.ErrInvalidArgument, d.Op)
-		}
-	case store.IdemInspect:
-	default:
-		return fmt.Errorf("%w: idempotency op %d", store.ErrInvalidArgument, d.Op)
-	}
 	if err := b.decisionKey(d.Key); err != nil {
 		return err
 	}
@@ -120,14 +101,7 @@ func (b *Backend) idempotency(ctx context.Context, d *store.Idempotency) error {
 var leaseOps = [...]string{store.LeaseAcquire: "acquire", store.LeaseRenew: "renew", store.LeaseRelease: "release", store.LeaseInspect: "inspect"}
 
 func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
-	switch {
-	case d.Key == "" && d.Op != store.LeaseInspect, d.Op > store.LeaseInspect:
-		return fmt.Errorf("%w: lease op %d on key %q", store.ErrInvalidArgument, d.Op, d.Key)
-	case d.Key == d.FenceKey:
-		return fmt.Errorf("%w: lease key and fence key are both %q", store.ErrInvalidArgument, d.Key)
-	case d.Op == store.LeaseAcquire && (d.Holder == "" || d.TTL <= 0),
-		d.Op == store.LeaseRenew && d.TTL <= 0,
-		d.MinToken >= maxLuaInt:
+	if d.MinToken >= maxLuaInt { // Lua numbers are doubles
 		return fmt.Errorf("%w: lease op %d with holder %q, ttl %v, min token %d", store.ErrInvalidArgument, d.Op, d.Holder, d.TTL, d.MinToken)
 	}
 	if err := b.decisionKey(d.Key); err != nil {
@@ -164,9 +138,6 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 }
 
 func (b *Backend) flagWrite(ctx context.Context, d *store.FlagWrite) error {
-	if d.Key == d.AuditKey || d.AuditKeep < 0 {
-		return fmt.Errorf("%w: flag write key %q, audit key %q, keep %d", store.ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)
-	}
 	if err := b.decisionKey(d.Key); err != nil {
 		return err
 	}

@@ -428,6 +428,12 @@ func (b *Backend) Decide(ctx context.Context, d store.Decision) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if d == nil {
+		return fmt.Errorf("%w: nil decision", store.ErrInvalidArgument)
+	}
+	if err := d.Validate(); err != nil {
+		return err
+	}
 	switch d := d.(type) {
 	case *store.TokenBucket:
 		return b.tokenBucket(ctx, d)
@@ -441,8 +447,6 @@ func (b *Backend) Decide(ctx context.Context, d store.Decision) error {
 		return b.lease(ctx, d)
 	case *store.FlagWrite:
 		return b.flagWrite(ctx, d)
-	case nil:
-		return fmt.Errorf("%w: nil decision", store.ErrInvalidArgument)
 	}
 	return fmt.Errorf("%w: %T", store.ErrUnsupported, d)
 }

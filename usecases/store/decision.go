@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -27,6 +28,10 @@ type Decision interface {
 	// DecisionName is the decision's stable name ("token_bucket", …), the
 	// name of its script on a remote backend.
 	DecisionName() string
+	// Validate reports parameters that no backend accepts, as an error
+	// wrapping ErrInvalidArgument. Backends call it before running the
+	// decision (a remote one may add limits of its own).
+	Validate() error
 	sealed()
 }
 
@@ -363,4 +368,70 @@ func DecodeLog(log []byte) ([][]byte, error) {
 		log = log[n:]
 	}
 	return recs, nil
+}
+
+// Validate implements Decision.
+func (d *TokenBucket) Validate() error {
+	if d.Capacity < 1 || d.Interval <= 0 || d.Cost < 0 || d.Cost > d.Capacity || d.Capacity > math.MaxInt64/int64(d.Interval) {
+		return fmt.Errorf("%w: token bucket capacity %d, interval %v, cost %d", ErrInvalidArgument, d.Capacity, d.Interval, d.Cost)
+	}
+	return nil
+}
+
+// Validate implements Decision.
+func (d *FixedWindow) Validate() error {
+	if d.Limit < 1 || d.Window <= 0 || d.Cost < 0 {
+		return fmt.Errorf("%w: fixed window limit %d, window %v, cost %d", ErrInvalidArgument, d.Limit, d.Window, d.Cost)
+	}
+	return nil
+}
+
+// Validate implements Decision.
+func (d *SlidingWindow) Validate() error {
+	if d.Limit < 1 || d.Limit > MaxSlidingLimit || d.Window <= 0 || d.Cost < 0 || d.Cost > d.Limit {
+		return fmt.Errorf("%w: sliding window limit %d, window %v, cost %d", ErrInvalidArgument, d.Limit, d.Window, d.Cost)
+	}
+	return nil
+}
+
+// Validate implements Decision.
+func (d *Idempotency) Validate() error {
+	switch d.Op {
+	case IdemClaim:
+		if d.Owner == "" || d.Lease <= 0 || d.Retention < d.Lease {
+			return fmt.Errorf("%w: idempotency claim needs an owner, lease > 0 and retention ≥ lease (owner %q, lease %v, retention %v)",
+				ErrInvalidArgument, d.Owner, d.Lease, d.Retention)
+		}
+	case IdemComplete, IdemRelease:
+		if d.Owner == "" {
+			return fmt.Errorf("%w: idempotency op %d needs an owner", ErrInvalidArgument, d.Op)
+		}
+	case IdemInspect:
+	default:
+		return fmt.Errorf("%w: idempotency op %d", ErrInvalidArgument, d.Op)
+	}
+	return nil
+}
+
+// Validate implements Decision.
+func (d *Lease) Validate() error {
+	switch {
+	case d.Key == "" && d.Op != LeaseInspect, d.Op > LeaseInspect:
+		return fmt.Errorf("%w: lease op %d on key %q", ErrInvalidArgument, d.Op, d.Key)
+	case d.Key == d.FenceKey:
+		return fmt.Errorf("%w: lease key and fence key are both %q", ErrInvalidArgument, d.Key)
+	case d.Op == LeaseAcquire && (d.Holder == "" || d.TTL <= 0),
+		d.Op == LeaseRenew && d.TTL <= 0,
+		d.MinToken > math.MaxInt64:
+		return fmt.Errorf("%w: lease op %d with holder %q, ttl %v, min token %d", ErrInvalidArgument, d.Op, d.Holder, d.TTL, d.MinToken)
+	}
+	return nil
+}
+
+// Validate implements Decision.
+func (d *FlagWrite) Validate() error {
+	if d.Key == d.AuditKey || d.AuditKeep < 0 {
+		return fmt.Errorf("%w: flag write key %q, audit key %q, keep %d", ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)
+	}
+	return nil
 }

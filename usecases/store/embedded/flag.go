@@ -2,16 +2,12 @@ package embedded
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/tidekv/tide/engine"
 	"github.com/tidekv/tide/usecases/store"
 )
 
 func (b *Backend) flagWrite(ctx context.Context, d *store.FlagWrite) error {
-	if d.Key == d.AuditKey || d.AuditKeep < 0 {
-		return fmt.Errorf("%w: flag write key %q, audit key %q, keep %d", store.ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)
-	}
 	d.OK, d.Version, d.Current = false, 0, 0
 	for attempt := 0; ; attempt++ {
 		var cur uint64

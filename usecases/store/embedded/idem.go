@@ -68,20 +68,6 @@ func decodeIdem(v []byte) (idemRecord, error) {
 }
 
 func (b *Backend) idempotency(ctx context.Context, d *store.Idempotency) error {
-	switch d.Op {
-	case store.IdemClaim:
-		if d.Owner == "" || d.Lease <= 0 || d.Retention < d.Lease {
-			return fmt.Errorf("%w: idempotency claim needs an owner, lease > 0 and retention ≥ lease (owner %q, lease %v, retention %v)",
-				store.ErrInvalidArgument, d.Owner, d.Lease, d.Retention)
-		}
-	case store.IdemComplete, store.IdemRelease:
-		if d.Owner == "" {
-			return fmt.Errorf("%w: idempotency op %d needs an owner", store.ErrInvalidArgument, d.Op)
-		}
-	case store.IdemInspect:
-	default:
-		return fmt.Errorf("%w: idempotency op %d", store.ErrInvalidArgument, d.Op)
-	}
 	d.Outcome, d.StoredResult, d.Holder, d.PrevOwner, d.LeaseLeft, d.TTL = store.IdemAbsent, nil, "", "", 0, 0
 	for attempt := 0; ; attempt++ {
 		now := b.now()

@@ -24,16 +24,6 @@ func decodeLease(v []byte) (string, uint64, error) {
 }
 
 func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
-	switch {
-	case d.Key == "" && d.Op != store.LeaseInspect, d.Op > store.LeaseInspect:
-		return fmt.Errorf("%w: lease op %d on key %q", store.ErrInvalidArgument, d.Op, d.Key)
-	case d.Key == d.FenceKey:
-		return fmt.Errorf("%w: lease key and fence key are both %q", store.ErrInvalidArgument, d.Key)
-	case d.Op == store.LeaseAcquire && (d.Holder == "" || d.TTL <= 0),
-		d.Op == store.LeaseRenew && d.TTL <= 0,
-		d.MinToken > math.MaxInt64:
-		return fmt.Errorf("%w: lease op %d with holder %q, ttl %v, min token %d", store.ErrInvalidArgument, d.Op, d.Holder, d.TTL, d.MinToken)
-	}
 	for attempt := 0; ; attempt++ {
 		d.OK, d.Current, d.Fence = false, store.LeaseInfo{}, 0
 		it, live := b.e.GetItem(d.Key)

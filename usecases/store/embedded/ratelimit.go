@@ -21,9 +21,6 @@ func parseInt(b []byte) (int64, error) {
 }
 
 func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
-	if d.Capacity < 1 || d.Interval <= 0 || d.Cost < 0 || d.Cost > d.Capacity || d.Capacity > math.MaxInt64/int64(d.Interval) {
-		return fmt.Errorf("%w: token bucket capacity %d, interval %v, cost %d", store.ErrInvalidArgument, d.Capacity, d.Interval, d.Cost)
-	}
 	burst := d.Capacity * int64(d.Interval)
 	cost := d.Cost * int64(d.Interval)
 	for attempt := 0; ; attempt++ {
@@ -66,9 +63,6 @@ func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
 }
 
 func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
-	if d.Limit < 1 || d.Window <= 0 || d.Cost < 0 {
-		return fmt.Errorf("%w: fixed window limit %d, window %v, cost %d", store.ErrInvalidArgument, d.Limit, d.Window, d.Cost)
-	}
 	for attempt := 0; ; attempt++ {
 		it, ok := b.e.GetItem(d.Key)
 		var n int64
@@ -118,9 +112,6 @@ func decodeLog(v []byte) ([]int64, error) {
 }
 
 func (b *Backend) slidingWindow(ctx context.Context, d *store.SlidingWindow) error {
-	if d.Limit < 1 || d.Limit > store.MaxSlidingLimit || d.Window <= 0 || d.Cost < 0 || d.Cost > d.Limit {
-		return fmt.Errorf("%w: sliding window limit %d, window %v, cost %d", store.ErrInvalidArgument, d.Limit, d.Window, d.Cost)
-	}
 	w := int64(d.Window)
 	for attempt := 0; ; attempt++ {
 		now := b.now()
