@@ -1,10 +1,10 @@
 module github.com/tidekv/tide
 
-go 1.26
+go 1.23
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/google/btree v1.1.3
 )
 
-require pgregory.net/rapid v1.3.0 // indirect
+require pgregory.net/rapid v1.3.0

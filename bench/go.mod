@@ -2,8 +2,6 @@ module github.com/tidekv/tide/bench
 
 go 1.26.0
 
-replace github.com/tidekv/tide => ../
-
 require (
 	github.com/Yiling-J/theine-go v0.6.3
 	github.com/allegro/bigcache/v3 v3.1.0
@@ -21,7 +19,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
-	github.com/tidekv/tide v0.0.0-00010101000000-000000000000
+	github.com/tidekv/tide v0.0.0
 	github.com/zeebo/xxh3 v1.0.2 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.36.0 // indirect
