@@ -52,8 +52,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -114,11 +116,47 @@ func (b *Backend) Client() redis.UniversalClient { return b.c }
 
 // Check contacts the server and verifies what the Backend relies on: Redis
 // 7 or later (or Valkey), and a maxmemory-policy that never evicts a key
-// without a TTL (noeviction or volatile-*). A server that refuses CONFIG
+// without a TTL (noeviction or volatile-*). On a Cluster client it checks
+// every master (ForEachMaster) and reports each misconfigured one, in
+// address order, prefixed by its address. A server that refuses CONFIG
 // GET (some managed services rename it) passes the policy check: verify
-// it by hand there.
+// it by hand there. Replicas are not checked: a replica promoted by a
+// failover must have been configured like its master.
 func (b *Backend) Check(ctx context.Context) error {
-	info, err := b.c.Info(ctx, "server").Result()
+	cc, ok := b.c.(*redis.ClusterClient)
+	if !ok {
+		return b.checkNode(ctx, b.c)
+	}
+	type nodeErr struct {
+		addr string
+		err  error
+	}
+	var (
+		mu   sync.Mutex // guards errs
+		errs []nodeErr
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		if err := b.checkNode(ctx, c); err != nil {
+			mu.Lock()
+			errs = append(errs, nodeErr{c.Options().Addr, err})
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return b.fail(ctx, err)
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].addr < errs[j].addr })
+	all := make([]error, len(errs))
+	for i, e := range errs {
+		all[i] = fmt.Errorf("master %s: %w", e.addr, e.err)
+	}
+	return errors.Join(all...)
+}
+
+// checkNode checks one server (Check's doc).
+func (b *Backend) checkNode(ctx context.Context, c redis.Cmdable) error {
+	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
 		return b.fail(ctx, err)
 	}
@@ -131,7 +169,7 @@ func (b *Backend) Check(ctx context.Context) error {
 	if major < 7 {
 		return fmt.Errorf("redisstore: server reports redis_version major %d; Redis 7.0+ or Valkey 7.2+ is required", major)
 	}
-	pol, err := b.c.ConfigGet(ctx, "maxmemory-policy").Result()
+	pol, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
 	if err != nil {
 		return nil
 	}
