@@ -1,6 +1,6 @@
 // Package redisstore implements store.Backend, the seam under tide's use-case
-// adapters (sessions, flags, rate limits, idempotency, leases), on a Redis or
-// Valkey server: single node, Sentinel or Cluster, through go-redis's
+// adapters (sessions, flags, rate limits, idempotency, leases), on a Redis
+// server: single node, Sentinel or Cluster, through go-redis's
 // UniversalClient. It is the backend to move to when one service runs as
 // several processes: a rate limit or a lease held in each process's memory
 // is per process, one held in Redis is shared.
@@ -35,9 +35,14 @@
 //     noeviction or a volatile-* policy, never allkeys-*, or Redis may evict
 //     a fencing counter. Check reports a wrong policy.
 //   - The keys of one decision must hash to one Cluster slot: the adapters
-//     wrap the scoping part of a key in braces ("tide:lease:{orders}"). On a
-//     Cluster client, Decide refuses keys of different slots with
+//     wrap the scoping part of a key in braces with store.HashTag
+//     ("tide:lease:{orders}", "tide:flag:{%7Dbeta}" for the name "}beta").
+//     On a Cluster client, Decide refuses keys of different slots with
 //     store.ErrInvalidArgument before sending anything.
+//   - A key that Set or Incr did not write (another Redis type, a
+//     decision's record) is store.ErrCorrupt for Get and Incr, and a key of
+//     another Redis type for conditional Set and CompareAndDelete; the key
+//     is left as it was.
 //   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
 //     bursts (Capacity × Interval, in microseconds) and fixed window limits
 //     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
@@ -45,7 +50,9 @@
 //   - A transport failure is store.ErrUnavailable (wrapping go-redis's
 //     error): the operation may or may not have happened.
 //
-// Requires Redis 7.0 or later, or Valkey 7.2 or later (script flags).
+// Requires Redis 7.0 or later (script flags). Its tests verify Redis 7.0
+// as a single node, a Cluster and a Sentinel deployment; Valkey 7.2 or
+// later implements the same commands but is not tested.
 package redisstore
 
 import (
@@ -71,7 +78,7 @@ const maxLuaInt = 1 << 52
 
 // Config configures a Backend.
 type Config struct {
-	// Client is the connection to Redis or Valkey: a *redis.Client, a
+	// Client is the connection to Redis: a *redis.Client, a
 	// failover (Sentinel) client or a *redis.ClusterClient. Required. The
 	// Backend does not close it.
 	Client redis.UniversalClient
