@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,6 +92,27 @@ func TestForeignKeys(t *testing.T) {
 			}
 			if it, _, err := b.Get(ctx, k); err != nil || string(it.Value) != "new" || it.TTL != store.NoTTL {
 				t.Errorf("Get after Set: got (%q, ttl %v, %v), want (\"new\", no TTL)", it.Value, it.TTL, err)
+			}
+			if f.name == "string" || f.name == "list" || f.name == "zset" {
+				// Decisions read such a key as corrupt too (a sorted set is
+				// a sliding window's own encoding).
+				for _, d := range []store.Decision{
+					&store.TokenBucket{Key: k, Capacity: 5, Interval: time.Second, Cost: 1},
+					&store.FixedWindow{Key: k, Limit: 5, Window: time.Hour, Cost: 1},
+					&store.SlidingWindow{Key: k, Limit: 5, Window: time.Hour, Cost: 1},
+					&store.Idempotency{Op: store.IdemClaim, Key: k, Fingerprint: []byte("fp"), Owner: "o", Lease: time.Minute, Retention: time.Hour},
+					&store.Lease{Op: store.LeaseAcquire, Key: k, FenceKey: k + ":fence", Holder: "h", TTL: time.Hour},
+					&store.FlagWrite{Key: k, AuditKey: k + ":audit", Value: []byte("v"), Audit: []byte("a")},
+				} {
+					if _, own := d.(*store.SlidingWindow); own && f.name == "zset" {
+						continue
+					}
+					fresh()
+					if err := b.Decide(ctx, d); !errors.Is(err, store.ErrCorrupt) {
+						t.Errorf("Decide %T: got %v, want ErrCorrupt", d, err)
+					}
+					unchanged(fmt.Sprintf("Decide %T", d))
+				}
 			}
 			fresh()
 			if ok, err := b.Delete(ctx, k); !ok || err != nil {
