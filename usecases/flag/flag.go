@@ -202,7 +202,7 @@ func New(cfg Config) (*Store, error) {
 }
 
 func (s *Store) keys(name string) (string, string) {
-	k := s.cfg.Prefix + "{" + name + "}"
+	k := s.cfg.Prefix + store.HashTag(name)
 	return k, k + ":audit"
 }
 

@@ -147,7 +147,7 @@ func New(cfg Config) (*Manager, error) {
 }
 
 func (m *Manager) keys(name string) (string, string) {
-	k := m.cfg.Prefix + "{" + name + "}"
+	k := m.cfg.Prefix + store.HashTag(name)
 	return k, k + ":fence"
 }
 

@@ -7,42 +7,29 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tidekv/tide/usecases/flag"
+	"github.com/tidekv/tide/usecases/lease"
 	"github.com/tidekv/tide/usecases/redisstore"
 	"github.com/tidekv/tide/usecases/redisstore/internal/redisserver"
 	"github.com/tidekv/tide/usecases/store"
 	"github.com/tidekv/tide/usecases/store/storetest"
 )
 
-// crossSlotCases are suite cases that give one decision keys without a
-// common hash tag ("l" and "l:fence", "flag" and "audit"): on a Cluster
-// the backend refuses them with ErrInvalidArgument, as documented. They
-// run on the single node; see NOTES.md.
-var crossSlotCases = []string{"Concurrency/LeaseAcquire", "Concurrency/FlagWrite"}
-
 // TestCluster runs the suites on a three-master Redis Cluster through a
-// ClusterClient: keys spread over the nodes, each decision's keys share a
-// hash tag, and version counters live in each key's own slot. Time does
-// not move (Advance is nil), so the time-dependent cases, which
-// TestConformance and TestUseCases run on a single node, are skipped here.
+// ClusterClient, with time moving (every node reads the same host clock):
+// keys spread over the nodes, each decision's keys share a hash tag, and
+// version counters live in each key's own slot. Plus: keys spread over the
+// nodes, cross-slot decisions refused, any flag or lease name works, and
+// Check inspects every master.
 func TestCluster(t *testing.T) {
+	t.Parallel()
 	cl := redisserver.StartCluster(t, 3)
 	client := cl.Client(t)
-	nf := func(t *testing.T) storetest.Fixture {
-		skipKnown(t)
-		for _, c := range crossSlotCases {
-			if strings.HasSuffix(t.Name(), c) {
-				t.Skip("the case's decision keys share no hash tag; a Cluster refuses them (see NOTES.md)")
-			}
-		}
-		b, err := redisstore.New(redisstore.Config{Client: client, Prefix: fmt.Sprintf("c%d:", fixtureSeq.Add(1))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return storetest.Fixture{Backend: b, Unit: testUnit, Slack: testSlack}
-	}
-	t.Run("Conformance", func(t *testing.T) { storetest.Run(t, nf) })
-	t.Run("UseCases", func(t *testing.T) { storetest.RunUseCases(t, nf) })
 
+	t.Run("CheckEveryMaster", func(t *testing.T) { testCheckEveryMaster(t, cl) })
+	t.Run("AnyName", func(t *testing.T) { testAnyName(t, client) })
 	t.Run("KeysSpreadOverNodes", func(t *testing.T) {
 		ctx := context.Background()
 		b, _ := redisstore.New(redisstore.Config{Client: client, Prefix: "spread:"})
@@ -70,4 +57,81 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("lease keys sharing a hash tag: %v", err)
 		}
 	})
+
+	nf := newFixtureFunc(client, "c")
+	t.Run("Conformance", func(t *testing.T) { storetest.Run(t, nf) })
+	t.Run("UseCases", func(t *testing.T) { storetest.RunUseCases(t, nf) })
+}
+
+// braceNames are flag and lease names that a raw "{name}" hash tag would
+// break on a Cluster (an empty or cut tag puts a decision's two keys in
+// different slots), and names whose encodings must stay apart.
+var braceNames = []string{"}beta", "{", "}", "{}", "a}b{c", "{x}", "%7D", "%", "50%", "%257D", "plain"}
+
+// testAnyName: on a Cluster, flags and leases work for any name, and
+// different names stay different.
+func testAnyName(t *testing.T, client *redis.ClusterClient) {
+	ctx := context.Background()
+	b, err := redisstore.New(redisstore.Config{Client: client, Prefix: "names:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, err := flag.New(flag.Config{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := lease.New(lease.Config{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range braceNames {
+		if _, err := flags.Create(ctx, name, flag.State{Enabled: true, Rollout: i + 1}, "test", "brace name"); err != nil {
+			t.Errorf("flag %q: Create: %v", name, err)
+		}
+		if _, _, ok, err := leases.Acquire(ctx, name, fmt.Sprint("holder-", i)); !ok || err != nil {
+			t.Errorf("lease %q: Acquire: got (%v, %v), want (true, nil)", name, ok, err)
+		}
+	}
+	for i, name := range braceNames {
+		f, ok, err := flags.Get(ctx, name)
+		if !ok || err != nil || f.Rollout != i+1 {
+			t.Errorf("flag %q: Get: got (rollout %d, %v, %v), want rollout %d", name, f.Rollout, ok, err, i+1)
+		}
+		if h, err := flags.History(ctx, name); err != nil || len(h) != 1 {
+			t.Errorf("flag %q: History: got %d records (%v), want 1", name, len(h), err)
+		}
+		info, ok, err := leases.Inspect(ctx, name)
+		if !ok || err != nil || info.Holder != fmt.Sprint("holder-", i) {
+			t.Errorf("lease %q: Inspect: got (%q, %v, %v), want holder-%d", name, info.Holder, ok, err, i)
+		}
+	}
+}
+
+// testCheckEveryMaster: a misconfigured master is reported by every Check,
+// by address, whichever node the client would otherwise have asked.
+func testCheckEveryMaster(t *testing.T, cl *redisserver.Cluster) {
+	ctx := context.Background()
+	bad := cl.Nodes[1]
+	admin := bad.Client(t)
+	if err := admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.ConfigSet(ctx, "maxmemory-policy", "noeviction")
+	for i := range 6 {
+		b, _ := redisstore.New(redisstore.Config{Client: cl.Client(t)})
+		err := b.Check(ctx)
+		if err == nil || !strings.Contains(err.Error(), bad.Addr) || !strings.Contains(err.Error(), "allkeys-lru") {
+			t.Fatalf("Check %d with allkeys-lru on master %s: got %v, want an error naming it", i, bad.Addr, err)
+		}
+		for _, n := range cl.Nodes {
+			if n != bad && strings.Contains(err.Error(), n.Addr) {
+				t.Errorf("Check %d names the well-configured master %s: %v", i, n.Addr, err)
+			}
+		}
+	}
+	admin.ConfigSet(ctx, "maxmemory-policy", "noeviction")
+	b, _ := redisstore.New(redisstore.Config{Client: cl.Client(t)})
+	if err := b.Check(ctx); err != nil {
+		t.Fatalf("Check with every master on noeviction: %v", err)
+	}
 }

@@ -1,6 +1,6 @@
 // Package redisstore implements store.Backend, the seam under tide's use-case
-// adapters (sessions, flags, rate limits, idempotency, leases), on a Redis or
-// Valkey server: single node, Sentinel or Cluster, through go-redis's
+// adapters (sessions, flags, rate limits, idempotency, leases), on a Redis
+// server: single node, Sentinel or Cluster, through go-redis's
 // UniversalClient. It is the backend to move to when one service runs as
 // several processes: a rate limit or a lease held in each process's memory
 // is per process, one held in Redis is shared.
@@ -35,9 +35,14 @@
 //     noeviction or a volatile-* policy, never allkeys-*, or Redis may evict
 //     a fencing counter. Check reports a wrong policy.
 //   - The keys of one decision must hash to one Cluster slot: the adapters
-//     wrap the scoping part of a key in braces ("tide:lease:{orders}"). On a
-//     Cluster client, Decide refuses keys of different slots with
+//     wrap the scoping part of a key in braces with store.HashTag
+//     ("tide:lease:{orders}", "tide:flag:{%7Dbeta}" for the name "}beta").
+//     On a Cluster client, Decide refuses keys of different slots with
 //     store.ErrInvalidArgument before sending anything.
+//   - A key that Set or Incr did not write (another Redis type, a
+//     decision's record) is store.ErrCorrupt for Get and Incr, and a key of
+//     another Redis type for conditional Set and CompareAndDelete; the key
+//     is left as it was.
 //   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
 //     bursts (Capacity × Interval, in microseconds) and fixed window limits
 //     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
@@ -45,15 +50,19 @@
 //   - A transport failure is store.ErrUnavailable (wrapping go-redis's
 //     error): the operation may or may not have happened.
 //
-// Requires Redis 7.0 or later, or Valkey 7.2 or later (script flags).
+// Requires Redis 7.0 or later (script flags). Its tests verify Redis 7.0
+// as a single node, a Cluster and a Sentinel deployment; Valkey 7.2 or
+// later implements the same commands but is not tested.
 package redisstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -69,7 +78,7 @@ const maxLuaInt = 1 << 52
 
 // Config configures a Backend.
 type Config struct {
-	// Client is the connection to Redis or Valkey: a *redis.Client, a
+	// Client is the connection to Redis: a *redis.Client, a
 	// failover (Sentinel) client or a *redis.ClusterClient. Required. The
 	// Backend does not close it.
 	Client redis.UniversalClient
@@ -114,11 +123,47 @@ func (b *Backend) Client() redis.UniversalClient { return b.c }
 
 // Check contacts the server and verifies what the Backend relies on: Redis
 // 7 or later (or Valkey), and a maxmemory-policy that never evicts a key
-// without a TTL (noeviction or volatile-*). A server that refuses CONFIG
+// without a TTL (noeviction or volatile-*). On a Cluster client it checks
+// every master (ForEachMaster) and reports each misconfigured one, in
+// address order, prefixed by its address. A server that refuses CONFIG
 // GET (some managed services rename it) passes the policy check: verify
-// it by hand there.
+// it by hand there. Replicas are not checked: a replica promoted by a
+// failover must have been configured like its master.
 func (b *Backend) Check(ctx context.Context) error {
-	info, err := b.c.Info(ctx, "server").Result()
+	cc, ok := b.c.(*redis.ClusterClient)
+	if !ok {
+		return b.checkNode(ctx, b.c)
+	}
+	type nodeErr struct {
+		addr string
+		err  error
+	}
+	var (
+		mu   sync.Mutex // guards errs
+		errs []nodeErr
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		if err := b.checkNode(ctx, c); err != nil {
+			mu.Lock()
+			errs = append(errs, nodeErr{c.Options().Addr, err})
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return b.fail(ctx, err)
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].addr < errs[j].addr })
+	all := make([]error, len(errs))
+	for i, e := range errs {
+		all[i] = fmt.Errorf("master %s: %w", e.addr, e.err)
+	}
+	return errors.Join(all...)
+}
+
+// checkNode checks one server (Check's doc).
+func (b *Backend) checkNode(ctx context.Context, c redis.Cmdable) error {
+	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
 		return b.fail(ctx, err)
 	}
@@ -131,7 +176,7 @@ func (b *Backend) Check(ctx context.Context) error {
 	if major < 7 {
 		return fmt.Errorf("redisstore: server reports redis_version major %d; Redis 7.0+ or Valkey 7.2+ is required", major)
 	}
-	pol, err := b.c.ConfigGet(ctx, "maxmemory-policy").Result()
+	pol, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
 	if err != nil {
 		return nil
 	}

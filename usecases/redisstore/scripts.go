@@ -25,6 +25,15 @@ local function now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local function fmt(n) return string.format('%.0f', n) end
+-- primitive: whether the live key k holds a value Set or Incr wrote (a
+-- hash with field v). foreign() is the reply for one that does not: every
+-- primitive reports such a key as store.ErrCorrupt, never as a value.
+local function primitive(k)
+  return redis.call('TYPE', k)['ok'] == 'hash' and redis.call('HEXISTS', k, 'v') == 1
+end
+local function foreign()
+  return redis.error_reply('WRONGTYPE key does not hold a value written by Set or Incr')
+end
 local function live(k)
   local p = redis.call('PTTL', k)
   if p == -2 then return false end
@@ -73,6 +82,7 @@ func newScript(shebang, body string) *redis.Script {
 var getScript = shrinkScript(`
 local k = KEYS[1]
 if not live(k) then return false end
+if not primitive(k) then return foreign() end
 local r = redis.call('HMGET', k, 'v', 'ver')
 return {r[1] or '', r[2] or '0', redis.call('PTTL', k)}
 `)
@@ -88,7 +98,10 @@ if (only == '1' and found) or (only == '2' and not found) then return false end
 if ARGV[5] ~= '0' and (not found or redis.call('HGET', k, 'ver') ~= ARGV[5]) then return false end
 local ver = nextver(KEYS[2], now_us())
 if found and ARGV[3] == '1' then
+  local p = redis.call('PTTL', k)
+  redis.call('DEL', k)
   redis.call('HSET', k, 'v', ARGV[1], 'ver', ver)
+  if p > 0 then redis.call('PEXPIRE', k, p) end
 else
   if found then redis.call('DEL', k) end
   redis.call('HSET', k, 'v', ARGV[1], 'ver', ver)
@@ -108,10 +121,12 @@ return 1
 
 // incrScript: KEYS key, ctr; ARGV delta, ttl_ms ('0': none). HINCRBY
 // parses and overflow-checks the int64 exactly as INCRBY does. → {0,
-// value} | {1} not an integer | {2} overflow
+// value} | {1} not an integer | {2} overflow | WRONGTYPE error (a key
+// Set or Incr did not write)
 var incrScript = script(`
 local k = KEYS[1]
 local found = live(k)
+if found and not primitive(k) then return foreign() end
 local r = redis.pcall('HINCRBY', k, 'v', ARGV[1])
 if type(r) == 'table' and r.err then
   if string.find(r.err, 'overflow') then return {2} end

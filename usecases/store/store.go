@@ -37,9 +37,10 @@
 // # Keys and ownership
 //
 // Keys are built by the adapters. The part of a key that scopes one
-// decision is wrapped in braces, as in "tide:lease:{orders}:fence", so that
-// every key one decision touches hashes to the same Redis Cluster slot; the
-// embedded backend treats braces as ordinary bytes. A key written by a
+// decision is wrapped in braces by HashTag, as in
+// "tide:lease:{orders}:fence", so that every key one decision touches
+// hashes to the same Redis Cluster slot whatever the name; the embedded
+// backend treats braces as ordinary bytes. A key written by a
 // decision is owned by that decision kind: only decisions of the same kind
 // and Delete may touch it, and its stored encoding is the backend's own
 // business, except the audit log of FlagWrite whose encoding is fixed (see

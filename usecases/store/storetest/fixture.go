@@ -25,13 +25,13 @@
 // TIME) passes an Advance that sleeps, a small Unit so that the cases stay
 // fast (every duration in the suite is a small multiple of Unit), and a
 // Slack: the tolerance on every reported duration (TTL, retry-after,
-// reset), covering the time that passes between calls and the backend's
-// TTL granularity. Slack must be well below Unit (Unit ≥ 5×Slack); the
-// suites add to it whatever the fixture's Advance overslept in the case so
-// far, so sleep overshoot on a loaded machine does not accumulate into
-// failures. A
-// backend that cannot move time at all leaves Advance nil: the
-// time-dependent cases are then skipped, the others still run.
+// reset), covering the backend's TTL granularity. Slack must be well below
+// Unit (Unit ≥ 5×Slack). The suites add to it, at each check, the real time
+// the case has spent so far beyond what it asked Advance for: sleep
+// overshoot and the latency of every call (a round trip, a stall on a
+// loaded machine), so that neither accumulates into failures. A backend
+// that cannot move time at all leaves Advance nil: the time-dependent cases
+// are then skipped, the others still run.
 //
 // # Keys
 //
@@ -63,29 +63,30 @@ type Fixture struct {
 	// exact.
 	Slack time.Duration
 
-	// drift accumulates how much longer than asked the Advance calls of a
-	// real-time fixture took (sleep overshoot); reported durations may be
-	// off by that much on top of Slack.
-	drift *atomic.Int64
+	// late reports how much more real time a real-time fixture's case has
+	// taken so far than it asked Advance for (sleep overshoot plus the
+	// latency of every call); reported durations may be off by that much on
+	// top of Slack. nil for an exact clock.
+	late func() time.Duration
 }
 
-// instrument wraps a real-time fixture's Advance to measure its overshoot.
-// A fixture with Slack 0 (an exact clock) is left alone.
+// instrument wraps a real-time fixture's Advance to measure, from the
+// fixture's creation on, the real time beyond what was asked. A fixture
+// with Slack 0 (an exact clock) is left alone.
 func instrument(nf NewFunc) NewFunc {
 	return func(t *testing.T) Fixture {
 		f := nf(t)
-		if f.Advance == nil || f.Slack == 0 || f.drift != nil {
+		if f.Advance == nil || f.Slack == 0 || f.late != nil {
 			return f
 		}
-		adv, drift := f.Advance, new(atomic.Int64)
-		f.drift = drift
+		var real clock.Real
+		start, asked, adv := real.Now(), new(atomic.Int64), f.Advance
 		f.Advance = func(d time.Duration) {
-			var real clock.Real
-			start := real.Now()
 			adv(d)
-			if over := real.Now() - start - int64(d); over > 0 {
-				drift.Add(over)
-			}
+			asked.Add(int64(d))
+		}
+		f.late = func() time.Duration {
+			return time.Duration(max(0, real.Now()-start-asked.Load()))
 		}
 		return f
 	}
@@ -129,9 +130,9 @@ func NewEmbedded(t testing.TB) (*embedded.Backend, *clock.Manual) {
 }
 
 // SleepAdvance is an Advance for a backend on real time: it sleeps d. It
-// never moves time by less than asked (sleeps overshoot slightly; the suite
-// adds Slack wherever a case sits exactly on a deadline, and Slack must
-// cover the overshoot accumulated over one case, a few milliseconds).
+// never moves time by less than asked (sleeps overshoot; the suite adds
+// Slack wherever a case sits exactly on a deadline, and the time spent
+// beyond what was asked to every duration check's tolerance).
 func SleepAdvance(d time.Duration) { time.Sleep(d) }
 
 // needTime skips t if f cannot advance time.
@@ -145,8 +146,8 @@ func needTime(t *testing.T, f Fixture) {
 // durEq reports whether got is want within f's slack.
 func (f *Fixture) tolerance() time.Duration {
 	tol := f.Slack
-	if f.drift != nil {
-		tol += time.Duration(f.drift.Load())
+	if f.late != nil {
+		tol += f.late()
 	}
 	return tol
 }

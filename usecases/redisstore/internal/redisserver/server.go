@@ -35,6 +35,7 @@ type Server struct {
 	bin   string
 	port  int
 	dir   string
+	pre   []string // arguments before the options (a config file, --sentinel)
 	extra []string // more server arguments
 
 	mu   sync.Mutex
@@ -61,6 +62,13 @@ func Start(tb testing.TB) *Server {
 
 func start(tb testing.TB, extra ...string) *Server {
 	tb.Helper()
+	return startWith(tb, nil, extra...)
+}
+
+// startWith starts a server with arguments pre before the usual options
+// and extra after them.
+func startWith(tb testing.TB, pre []string, extra ...string) *Server {
+	tb.Helper()
 	bin := Find()
 	if bin == "" {
 		msg := "redisserver: no redis-server or valkey-server on PATH; install one (Debian: apt-get install -y redis-server) to run the Redis backend tests"
@@ -69,7 +77,7 @@ func start(tb testing.TB, extra ...string) *Server {
 		}
 		tb.Skip(msg)
 	}
-	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), extra: extra}
+	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), pre: pre, extra: extra}
 	tb.Cleanup(s.Kill)
 	var err error
 	for range 5 { // a free port may be taken between probe and bind
@@ -96,7 +104,7 @@ func freePort() (int, error) {
 }
 
 func (s *Server) start() error {
-	args := []string{
+	args := append(append([]string(nil), s.pre...),
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -105,7 +113,7 @@ func (s *Server) start() error {
 		"--daemonize", "no",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 		"--maxmemory-policy", "noeviction",
-	}
+	)
 	cmd := exec.Command(s.bin, append(args, s.extra...)...)
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
