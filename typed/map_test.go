@@ -213,7 +213,10 @@ func TestEncodeErrorWritesNothing(t *testing.T) {
 		{"SetTTL", func() error { _, err := m.SetTTL("k", -1, time.Second); return err }},
 		{"SetWith", func() error { _, _, err := m.SetWith("k", -1, engine.SetOptions{}); return err }},
 		{"CompareAndSwap", func() error { _, _, err := m.CompareAndSwap("k", v1, -1); return err }},
-		{"Update", func() error { _, _, err := m.Update("k", func(int, bool) (int, error) { return -1, nil }, cas.Options{}); return err }},
+		{"Update", func() error {
+			_, _, err := m.Update("k", func(int, bool) (int, error) { return -1, nil }, cas.Options{})
+			return err
+		}},
 	}
 	for _, tt := range tests {
 		if err := tt.op(); !errors.Is(err, typed.ErrEncode) {
