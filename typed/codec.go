@@ -7,10 +7,11 @@ import (
 
 // A Codec turns values of type V into bytes and back.
 //
-// Encode appends the encoding of v to dst and returns the extended slice
-// (it may return a new slice instead; the Map copies the bytes into the
-// engine and then reuses the buffer). Decode decodes src into a V; src is
-// only valid during the call: a Decode that keeps bytes must copy them, as
+// Encode appends the encoding of v to dst and returns the extended slice,
+// or returns another slice that holds the encoding alone (v itself, say).
+// The engine copies the result; the Map then reuses dst, and never a slice
+// that is not dst's memory. Decode decodes src into a V; src is only valid
+// during the call: a Decode that keeps bytes must copy them, as
 // encoding.BinaryUnmarshaler's contract also requires.
 //
 // A Codec must be safe for concurrent use.

@@ -25,7 +25,8 @@
 //
 // A Map adds its codec's cost to the engine's: Get decodes from a pooled
 // buffer (no copy of the stored bytes), Set encodes into a pooled buffer
-// that the engine copies. A Prefix costs one key allocation per call. The
+// that the engine copies (a codec that returns its own slice, as JSON's
+// does, costs that slice). A Prefix costs one key allocation per call. The
 // package benchmarks measure the difference from the byte API.
 package typed
 
@@ -90,18 +91,38 @@ func (m *Map[V]) key(k string) string {
 
 // bufs holds encode and read buffers. Buffers that grew past maxPooled are
 // dropped rather than kept alive by the pool.
-var bufs = sync.Pool{New: func() any { return new([]byte) }}
+var bufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, minPooled)
+	return &b
+}}
 
-const maxPooled = 64 << 10
+const (
+	minPooled = 256
+	maxPooled = 64 << 10
+)
 
 func getBuf() *[]byte { return bufs.Get().(*[]byte) }
 
+// putBuf returns *p to the pool, replaced by b if b is the engine's
+// AppendGet result: memory that only the Map references.
 func putBuf(p *[]byte, b []byte) {
 	if cap(b) > maxPooled {
 		return
 	}
 	*p = b[:0]
 	bufs.Put(p)
+}
+
+// putEncoded returns *p to the pool after an Encode into it that returned
+// b. b replaces *p only if it is *p's memory (extended in place): a Codec
+// may return a slice it does not own, such as the value itself, which the
+// pool must never hand out.
+func putEncoded(p *[]byte, b []byte) {
+	if cap(b) > 0 && cap(*p) > 0 && &b[:1][0] == &(*p)[:1][0] {
+		putBuf(p, b)
+		return
+	}
+	putBuf(p, *p)
 }
 
 func (m *Map[V]) decode(key string, src []byte) (V, error) {
@@ -174,7 +195,7 @@ func (m *Map[V]) SetWith(key string, v V, o engine.SetOptions) (version uint64, 
 	if err == nil {
 		version, ok, err = m.e.SetWith(m.key(key), b, o)
 	}
-	putBuf(p, b)
+	putEncoded(p, b)
 	return version, ok, err
 }
 
@@ -194,7 +215,7 @@ func (m *Map[V]) CompareAndSwap(key string, old uint64, v V) (version uint64, sw
 	if err == nil {
 		version, swapped, err = m.e.CompareAndSwap(m.key(key), old, b)
 	}
-	putBuf(p, b)
+	putEncoded(p, b)
 	return version, swapped, err
 }
 

@@ -344,3 +344,28 @@ func TestGetDoesNotAliasPool(t *testing.T) {
 		t.Errorf("value read earlier changed to %q", a)
 	}
 }
+
+// passthrough is a Codec that returns the caller's slice instead of
+// appending to dst: legal, and the Map must not reuse that memory.
+type passthrough struct{}
+
+func (passthrough) Encode(dst []byte, v []byte) ([]byte, error) { return v, nil }
+func (passthrough) Decode(src []byte) ([]byte, error)           { return append([]byte(nil), src...), nil }
+
+// TestEncodeResultNotPooled: a slice a Codec returns that is not the
+// buffer it was given belongs to someone else; pooling it would let the
+// next read overwrite the caller's value.
+func TestEncodeResultNotPooled(t *testing.T) {
+	e, _ := newEngine(t)
+	m := newMap(t, e, typed.Config[[]byte]{Codec: passthrough{}})
+	m.Set("b", []byte("XXXXX"))
+	mine := []byte("hello")
+	for range 50 {
+		m.Set("a", mine)
+		m.Get("b")
+		m.Set("b", []byte("XXXXX"))
+	}
+	if string(mine) != "hello" {
+		t.Errorf("caller's slice changed to %q", mine)
+	}
+}

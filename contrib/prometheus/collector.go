@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"iter"
 	"regexp"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -109,7 +110,7 @@ func New(cfg Config) (*Collector, error) {
 		return nil, fmt.Errorf("%w: Namespace %q is not a metric name fragment", ErrInvalidConfig, ns)
 	}
 	for k := range cfg.ConstLabels {
-		if !nameFragment.MatchString(k) || k == "cause" || k == "event" {
+		if !nameFragment.MatchString(k) || strings.HasPrefix(k, "__") || k == "cause" || k == "event" {
 			return nil, fmt.Errorf("%w: ConstLabels key %q", ErrInvalidConfig, k)
 		}
 	}

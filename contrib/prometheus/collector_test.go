@@ -270,6 +270,7 @@ func TestNewValidates(t *testing.T) {
 		{"nothing to export", tideprom.Config{}},
 		{"bad namespace", tideprom.Config{Engine: e, Namespace: "my-app"}},
 		{"bad label", tideprom.Config{Engine: e, ConstLabels: prometheus.Labels{"1x": "y"}}},
+		{"reserved label", tideprom.Config{Engine: e, ConstLabels: prometheus.Labels{"__name__": "y"}}},
 		{"label clashes with cause", tideprom.Config{Engine: e, ConstLabels: prometheus.Labels{"cause": "y"}}},
 		{"bad adapter name", tideprom.Config{Adapters: map[string]tideprom.EventSource{"rate limit": &events{}}}},
 		{"nil adapter", tideprom.Config{Adapters: map[string]tideprom.EventSource{"ratelimit": nil}}},
