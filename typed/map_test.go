@@ -369,3 +369,31 @@ func TestEncodeResultNotPooled(t *testing.T) {
 		t.Errorf("caller's slice changed to %q", mine)
 	}
 }
+
+// TestConcurrentGetSet: readers and writers share the buffer pool; every
+// read must decode to a value some writer wrote, whole.
+func TestConcurrentGetSet(t *testing.T) {
+	e, _ := newEngine(t)
+	m := newMap(t, e, typed.Config[point]{})
+	const workers, rounds = 4, 300
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				f := float64(w*rounds + i)
+				if _, err := m.Set("p", point{f, -f}); err != nil {
+					t.Error(err)
+					return
+				}
+				got, ok, err := m.Get("p")
+				if err != nil || !ok || got.X != -got.Y {
+					t.Errorf("Get = %+v, %v, %v: torn or foreign value", got, ok, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
