@@ -262,6 +262,41 @@ func (m *Map[V]) Update(key string, fn func(old V, exists bool) (V, error), o ca
 	return next, res.Version, nil
 }
 
+// GetAndExpire returns key's item and sets it to expire ttl from now, in
+// one step (a sliding TTL). A ttl ≤ 0 is engine.ErrInvalidTTL. A value
+// that does not decode still has its TTL set (the engine did that before
+// the Map saw the bytes); the error wraps ErrDecode.
+func (m *Map[V]) GetAndExpire(key string, ttl time.Duration) (Item[V], bool, error) {
+	it, ok, err := m.e.GetAndExpire(m.key(key), ttl)
+	if err != nil || !ok {
+		return Item[V]{}, false, err
+	}
+	v, err := m.decode(key, it.Value)
+	if err != nil {
+		return Item[V]{}, true, err
+	}
+	return Item[V]{Value: v, Version: it.Version, TTL: it.TTL}, true, nil
+}
+
+// TTL reports the time left before key expires: ok is false if the key
+// does not exist; ttl is engine.NoTTL if it exists without expiry. It does
+// not decode the value.
+func (m *Map[V]) TTL(key string) (ttl time.Duration, ok bool) {
+	return m.e.TTL(m.key(key))
+}
+
+// Expire sets key to expire ttl from now if cond holds, and reports
+// whether it did, as engine.Engine.Expire does (a ttl ≤ 0 deletes the
+// key). The value and its version are unchanged.
+func (m *Map[V]) Expire(key string, ttl time.Duration, cond engine.ExpireCondition) (bool, error) {
+	return m.e.Expire(m.key(key), ttl, cond)
+}
+
+// Persist removes key's TTL and reports whether it had one.
+func (m *Map[V]) Persist(key string) bool {
+	return m.e.Persist(m.key(key))
+}
+
 // Delete removes key and reports whether it existed.
 func (m *Map[V]) Delete(key string) (deleted bool) {
 	return m.e.Delete(m.key(key))

@@ -397,3 +397,43 @@ func TestConcurrentGetSet(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestTTLOperations(t *testing.T) {
+	e, clk := newEngine(t)
+	m := newMap(t, e, typed.Config[user]{Prefix: "u:"})
+	v1, _ := m.SetTTL("s", user{Name: "ada"}, time.Minute)
+	if ttl, ok := m.TTL("s"); ttl != time.Minute || !ok {
+		t.Errorf("TTL = %v, %v; want 1m, true", ttl, ok)
+	}
+	clk.Advance(50 * time.Second)
+	it, ok, err := m.GetAndExpire("s", time.Minute) // slide
+	if want := (typed.Item[user]{Value: user{Name: "ada"}, Version: v1, TTL: time.Minute}); it != want || !ok || err != nil {
+		t.Errorf("GetAndExpire = %+v, %v, %v; want %+v", it, ok, err, want)
+	}
+	clk.Advance(50 * time.Second)
+	if _, ok, _ := m.Get("s"); !ok {
+		t.Error("slid key expired at its old deadline")
+	}
+	if done, err := m.Expire("s", time.Hour, engine.ExpireGT); !done || err != nil {
+		t.Errorf("Expire(GT) = %v, %v", done, err)
+	}
+	if ttl, _ := m.TTL("s"); ttl != time.Hour {
+		t.Errorf("TTL after Expire = %v", ttl)
+	}
+	if !m.Persist("s") {
+		t.Error("Persist of a key with a TTL = false")
+	}
+	if ttl, ok := m.TTL("s"); ttl != engine.NoTTL || !ok {
+		t.Errorf("TTL after Persist = %v, %v; want NoTTL", ttl, ok)
+	}
+	if _, ok := m.TTL("missing"); ok {
+		t.Error("TTL of a missing key ok")
+	}
+	if _, _, err := m.GetAndExpire("s", 0); !errors.Is(err, engine.ErrInvalidTTL) {
+		t.Errorf("GetAndExpire(0) = %v, want ErrInvalidTTL", err)
+	}
+	e.Set("u:bad", []byte("{"))
+	if _, ok, err := m.GetAndExpire("bad", time.Minute); !ok || !errors.Is(err, typed.ErrDecode) {
+		t.Errorf("GetAndExpire of a corrupt value = %v, %v; want ok and ErrDecode", ok, err)
+	}
+}
