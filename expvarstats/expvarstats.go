@@ -17,6 +17,10 @@
 // Counters (hits … replaced, listener_panics) only grow over an engine's
 // life; entries, due, bytes, max_bytes, arena_bytes and shards are levels.
 // A detached Var reads null.
+//
+// Events does the same for an adapter's event counters (cache loads,
+// rate-limit denials, idempotency replays, session revocations), through
+// the EventSource interface that contrib/prometheus also reads.
 package expvarstats
 
 import (

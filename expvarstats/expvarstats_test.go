@@ -5,11 +5,13 @@ import (
 	"errors"
 	"expvar"
 	"fmt"
+	"iter"
 	"net/http/httptest"
 	"os"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -248,4 +250,28 @@ func TestSetWhileReading(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+type limiterEvents struct{ allowed, denied atomic.Uint64 }
+
+func (l *limiterEvents) Events() iter.Seq2[string, uint64] {
+	return func(yield func(string, uint64) bool) {
+		_ = yield("allowed", l.allowed.Load()) && yield("denied", l.denied.Load())
+	}
+}
+
+func TestEvents(t *testing.T) {
+	var l limiterEvents
+	v := expvarstats.Events(&l)
+	if got, want := v.String(), `{"allowed":0,"denied":0}`; got != want {
+		t.Errorf("String() = %s, want %s", got, want)
+	}
+	l.allowed.Add(900)
+	l.denied.Add(12)
+	if got, want := v.String(), `{"allowed":900,"denied":12}`; got != want {
+		t.Errorf("String() = %s, want %s (read at each call)", got, want)
+	}
+	if got := expvarstats.Events(nil).String(); got != "null" {
+		t.Errorf("Events(nil) = %s, want null", got)
+	}
 }
