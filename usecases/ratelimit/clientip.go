@@ -88,7 +88,7 @@ type ClientIPConfig struct {
 //
 // Cost: Addr scans the header from the right, O(its length) at worst, and
 // makes O(hops walked × len(TrustedProxies)) prefix checks; it allocates
-// only to unescape a quoted Forwarded value. Key allocates its string.
+// only to unescape a quoted Forwarded value. Key allocates its string, once.
 // A ClientIP is immutable and safe for concurrent use; its zero
 // value is not usable: create one with NewClientIP.
 type ClientIP struct {
@@ -172,10 +172,11 @@ func (c *ClientIP) Key(r *http.Request) (key string, ok bool) {
 	if a.Is4() {
 		bits = c.bits4
 	}
+	var buf [64]byte // an IPv6 prefix is at most 43 bytes
 	if bits == a.BitLen() {
-		return a.String(), true
+		return string(a.AppendTo(buf[:0])), true
 	}
-	return netip.PrefixFrom(a, bits).Masked().String(), true
+	return string(netip.PrefixFrom(a, bits).Masked().AppendTo(buf[:0])), true
 }
 
 // Addr returns the address of r's client, or false if it cannot be
@@ -230,18 +231,23 @@ func (c *ClientIP) isTrusted(a netip.Addr) bool {
 
 // parseHop parses an address as found in RemoteAddr or a forwarding
 // header: "192.0.2.1", "192.0.2.1:80", "2001:db8::1", "[2001:db8::1]",
-// "[2001:db8::1]:80", each IPv6 form optionally with a zone.
+// "[2001:db8::1]:80", each IPv6 form optionally with a zone. It picks the
+// form from the punctuation first, so that the common forms parse without
+// a failed attempt (whose error would allocate).
 func parseHop(s string) (netip.Addr, bool) {
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		if ap, err2 := netip.ParseAddrPort(s); err2 == nil {
-			a, err = ap.Addr(), nil
-		} else if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
-			a, err = netip.ParseAddr(s[1 : len(s)-1])
-			if err == nil && !a.Is6() {
-				return netip.Addr{}, false // "[192.0.2.1]" is not a valid form
-			}
+	var a netip.Addr
+	var err error
+	switch {
+	case len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']':
+		if a, err = netip.ParseAddr(s[1 : len(s)-1]); err == nil && !a.Is6() {
+			return netip.Addr{}, false // "[192.0.2.1]" is not a valid form
 		}
+	case strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1:
+		var ap netip.AddrPort
+		ap, err = netip.ParseAddrPort(s)
+		a = ap.Addr()
+	default:
+		a, err = netip.ParseAddr(s)
 	}
 	if err != nil {
 		return netip.Addr{}, false

@@ -221,3 +221,37 @@ func FuzzClientIP(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkClientIPKey measures Key on a direct client and on a request
+// that crossed two trusted proxies, for both headers.
+func BenchmarkClientIPKey(b *testing.B) {
+	trusted := []string{"10.0.0.0/8", "172.16.0.0/12"}
+	cases := []struct {
+		name   string
+		cfg    ratelimit.ClientIPConfig
+		remote string
+		header string
+		value  string
+	}{
+		{"direct/IPv4", ratelimit.ClientIPConfig{TrustedProxies: trusted}, "203.0.113.7:5000", "", ""},
+		{"direct/IPv6", ratelimit.ClientIPConfig{TrustedProxies: trusted}, "[2001:db8:1:2::7]:5000", "", ""},
+		{"xff/2-hops", ratelimit.ClientIPConfig{TrustedProxies: trusted}, "10.0.0.2:80", "X-Forwarded-For", "6.6.6.6, 198.51.100.9, 172.16.0.1"},
+		{"forwarded/2-hops", ratelimit.ClientIPConfig{TrustedProxies: trusted, Header: ratelimit.ProxyHeaderForwarded}, "10.0.0.2:80", "Forwarded",
+			`for=6.6.6.6, for="198.51.100.9:4711";proto=https, for=172.16.0.1;by=10.0.0.2`},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			ip := newClientIP(b, c.cfg)
+			r := request(c.remote, c.header)
+			if c.header != "" {
+				r.Header.Set(c.header, c.value)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if k, _ := ip.Key(r); k == ratelimit.UnknownClient {
+					b.Fatal("unknown client")
+				}
+			}
+		})
+	}
+}
