@@ -141,10 +141,10 @@ func TestDueGauge(t *testing.T) {
 		t.Helper()
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(c)
-		if got := gaugeValue(t, reg, "tide_due_entries", ""); got != due {
+		if got := metricValue(t, reg, "tide_due_entries", ""); got != due {
 			t.Errorf("tide_due_entries = %v, want %v", got, due)
 		}
-		if got := gaugeValue(t, reg, "tide_removals_total", "expired"); got != expired {
+		if got := metricValue(t, reg, "tide_removals_total", "expired"); got != expired {
 			t.Errorf("expired = %v, want %v", got, expired)
 		}
 	}
@@ -153,9 +153,9 @@ func TestDueGauge(t *testing.T) {
 	want(0, 1)
 }
 
-// gaugeValue returns the value of the named metric, selecting by its
+// metricValue returns the value of the named metric, selecting by its
 // cause label if cause is not empty.
-func gaugeValue(t *testing.T, reg *prometheus.Registry, name, cause string) float64 {
+func metricValue(t *testing.T, reg *prometheus.Registry, name, cause string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -280,4 +280,42 @@ func TestNewValidates(t *testing.T) {
 			t.Errorf("%s: New = %v, want ErrInvalidConfig", tt.name, err)
 		}
 	}
+}
+
+// TestScrapeWhileWriting gathers while goroutines write, read and expire
+// (run with -race), and checks that counters never go backwards between
+// scrapes.
+func TestScrapeWhileWriting(t *testing.T) {
+	e, clk := newEngine(t, engine.Config{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(t, tideprom.Config{Engine: e}))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := fmt.Sprint("k", i%64)
+			e.SetTTL(k, []byte("v"), time.Second)
+			e.Get(k)
+			if i%16 == 0 {
+				clk.Advance(time.Second)
+				e.RunExpiryCycle()
+			}
+		}
+	}()
+	var last float64
+	for range 50 {
+		hits := metricValue(t, reg, "tide_hits_total", "")
+		if hits < last {
+			t.Fatalf("tide_hits_total went from %v to %v", last, hits)
+		}
+		last = hits
+	}
+	close(stop)
+	<-done
 }
