@@ -170,6 +170,56 @@ func TestMapModel(t *testing.T) {
 					delete(model, k)
 				}
 			},
+			"GetAndExpire": func(rt *rapid.T) {
+				k := keyGen.Draw(rt, "k")
+				ttl := time.Duration(rapid.IntRange(1, 5).Draw(rt, "ttl")) * time.Second
+				want, exists := live(k)
+				it, ok, err := m.GetAndExpire(k, ttl)
+				checkRead(rt, "GetAndExpire", want, exists, it.Value, ok, err)
+				if exists {
+					want.deadline = now + ttl // set even when the value does not decode
+					model[k] = want
+					if !want.corrupt && (it.Version != want.version || it.TTL != ttl) {
+						rt.Fatalf("GetAndExpire(%q) = version %d TTL %v, want %d %v", k, it.Version, it.TTL, want.version, ttl)
+					}
+				}
+			},
+			"Expire": func(rt *rapid.T) {
+				k := keyGen.Draw(rt, "k")
+				ttl := time.Duration(rapid.IntRange(1, 5).Draw(rt, "ttl")) * time.Second
+				want, exists := live(k)
+				done, err := m.Expire(k, ttl, engine.ExpireAlways)
+				if err != nil || done != exists {
+					rt.Fatalf("Expire(%q) = %v, %v; want %v", k, done, err, exists)
+				}
+				if exists {
+					want.deadline = now + ttl
+					model[k] = want
+				}
+			},
+			"Persist": func(rt *rapid.T) {
+				k := keyGen.Draw(rt, "k")
+				want, exists := live(k)
+				if got := m.Persist(k); got != (exists && want.deadline != 0) {
+					rt.Fatalf("Persist(%q) = %v, model has deadline %v", k, got, want.deadline)
+				}
+				if exists {
+					want.deadline = 0
+					model[k] = want
+				}
+			},
+			"TTL": func(rt *rapid.T) {
+				k := keyGen.Draw(rt, "k")
+				want, exists := live(k)
+				ttl, ok := m.TTL(k)
+				wantTTL := engine.NoTTL
+				if want.deadline != 0 {
+					wantTTL = want.deadline - now
+				}
+				if ok != exists || (exists && ttl != wantTTL) {
+					rt.Fatalf("TTL(%q) = %v, %v; want %v, %v", k, ttl, ok, wantTTL, exists)
+				}
+			},
 			"Advance": func(rt *rapid.T) {
 				d := time.Duration(rapid.IntRange(1, 3).Draw(rt, "d")) * time.Second
 				clk.Advance(d)
