@@ -29,8 +29,9 @@
 // # Adapter metrics
 //
 // Config.Adapters maps an adapter name to an EventSource; each becomes one
-// counter family, <namespace>_<name>_events_total{event}. The adapters
-// will report these events (names are part of their contract):
+// counter family, <namespace>_<name>_events_total{event}. tide's adapters
+// do not count events yet; these are the names they are to report under,
+// and that dashboards can be built on:
 //
 //	adapter       events
 //	cache         load, load_error, hit, miss

@@ -1,8 +1,9 @@
 // Package httpmw holds what tide's HTTP middlewares (rate limit,
-// idempotency, sessions) share: how they answer a request they refuse, and
-// how they report the failures a response cannot tell the client about.
-// Every middleware takes an Options; its zero value answers in plain text
-// and logs nothing.
+// idempotency, sessions) are to share: how they answer a request they
+// refuse, and how they report the failures a response cannot tell the
+// client about. Options is the setting each middleware will take (the
+// adapters adopt it one by one); its zero value answers in plain text and
+// logs nothing.
 //
 // # Responses
 //
