@@ -1,0 +1,7 @@
+package tideprom
+
+import "errors"
+
+// ErrInvalidConfig reports a Config that cannot work; the wrapping error
+// says which field.
+var ErrInvalidConfig = errors.New("tide: invalid prometheus collector config")
