@@ -320,7 +320,7 @@ func FuzzIdempotency(f *testing.F) {
 			t.Fatalf("Do after the retention: replayed=%v %v (runs %d)", replayed, err, runs)
 		}
 		// The HTTP form with an arbitrary header value.
-		h := idempotency.Middleware(idempotency.HTTPConfig{Store: s}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := idempotency.Middleware(idempotency.HTTPConfig{Store: s, Scope: func(*http.Request) string { return "fuzz" }}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(201)
 		}))
 		for i := 0; i < 2; i++ {

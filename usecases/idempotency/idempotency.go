@@ -52,8 +52,12 @@
 // # Store failure
 //
 // Do and Claim return the store's error and do not execute: executing
-// without a claim could execute twice. If Complete fails after the side
-// effect, the record stays in progress and the recovery path above applies.
+// without a claim could execute twice. Do and the middleware record the
+// outcome with a context the caller cannot cancel (a client that
+// disconnects after the side effect does not make a retry execute again);
+// if the store still fails, the failure is returned (Do) or reported
+// (HTTPConfig.OnError), the record stays in progress and the recovery path
+// above applies.
 package idempotency
 
 import (
@@ -88,6 +92,12 @@ type Config struct {
 	// returned), or done = false to run the operation again. nil means Do
 	// returns ErrNeedsRecovery (and keeps the claim until its lease lapses).
 	Recover func(ctx context.Context, k Key, prevOwner string) (result []byte, done bool, err error)
+	// FinishTimeout bounds the store call that records an outcome after
+	// the side effect (Do's complete, fail or release, and the
+	// middleware's). That call runs with a context the caller cannot
+	// cancel, so that a caller who gives up after the side effect does not
+	// leave the record in progress. 0 means 10 seconds.
+	FinishTimeout time.Duration
 }
 
 // Key identifies one logical request: the caller's idempotency key within
@@ -157,8 +167,11 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Backend == nil {
 		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
 	}
-	if cfg.Retention < 0 || cfg.Lease < 0 {
-		return nil, fmt.Errorf("%w: Retention = %v, Lease = %v, want ≥ 0", ErrInvalidConfig, cfg.Retention, cfg.Lease)
+	if cfg.Retention < 0 || cfg.Lease < 0 || cfg.FinishTimeout < 0 {
+		return nil, fmt.Errorf("%w: Retention = %v, Lease = %v, FinishTimeout = %v, want ≥ 0", ErrInvalidConfig, cfg.Retention, cfg.Lease, cfg.FinishTimeout)
+	}
+	if cfg.FinishTimeout == 0 {
+		cfg.FinishTimeout = 10 * time.Second
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = 24 * time.Hour
@@ -173,6 +186,12 @@ func New(cfg Config) (*Store, error) {
 		cfg.Prefix = "tide:idem:"
 	}
 	return &Store{cfg: cfg}, nil
+}
+
+// detach returns a context for recording an outcome after the side effect:
+// ctx's values without its cancellation, bounded by FinishTimeout.
+func (s *Store) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FinishTimeout)
 }
 
 // Fingerprint hashes a request's inputs (SHA-256 over length-prefixed
@@ -288,6 +307,11 @@ func (s *Store) Release(ctx context.Context, k Key, owner string) error {
 // gets an error wrapping ErrFailed; any other error releases the claim, so
 // a retry executes again. A claim whose owner died is handed to
 // Config.Recover.
+//
+// Once fn has run, its outcome is recorded with a context that ctx's
+// cancellation does not reach (bounded by Config.FinishTimeout): a caller
+// that gives up mid-way cannot leave the record in progress. A failure to
+// record is returned (joined with fn's error, if any).
 func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
 	if fn == nil {
 		return nil, false, fmt.Errorf("%w: nil function", ErrInvalidConfig)
@@ -310,25 +334,29 @@ func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Co
 			return nil, false, err // keep the claim: its lease lapses and recovery is retried
 		}
 		if done {
-			res, err := s.Complete(ctx, k, c.Owner, res)
+			fctx, cancel := s.detach(ctx)
+			defer cancel()
+			res, err := s.Complete(fctx, k, c.Owner, res)
 			return res, false, err
 		}
 	}
 	res, err := fn(ctx)
+	fctx, cancel := s.detach(ctx)
+	defer cancel()
 	var perm permanent
 	if err != nil && !errors.As(err, &perm) {
-		if rerr := s.Release(ctx, k, c.Owner); rerr != nil && !errors.Is(rerr, ErrNotOwner) && !errors.Is(rerr, ErrNotFound) {
+		if rerr := s.Release(fctx, k, c.Owner); rerr != nil && !errors.Is(rerr, ErrNotOwner) && !errors.Is(rerr, ErrNotFound) {
 			return nil, false, errors.Join(err, rerr)
 		}
 		return nil, false, err
 	}
 	if err != nil {
-		if ferr := s.Fail(ctx, k, c.Owner, err); ferr != nil {
-			return nil, false, ferr
+		if ferr := s.Fail(fctx, k, c.Owner, err); ferr != nil {
+			return nil, false, errors.Join(err, ferr)
 		}
 		return nil, false, fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	res, err = s.Complete(ctx, k, c.Owner, res)
+	res, err = s.Complete(fctx, k, c.Owner, res)
 	return res, false, err
 }
 
