@@ -48,7 +48,7 @@ func newAdapters(t *testing.T, srv *redisserver.Server) *adapters {
 	}
 	a := &adapters{b: b, usecaseCtx: context.Background()}
 	rl := func(mode ratelimit.FailureMode) *ratelimit.Limiter {
-		l, err := ratelimit.New(ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 100, Period: time.Hour, OnStoreError: mode})
+		l, err := ratelimit.New(ratelimit.Config{Name: "fault", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 100, Period: time.Hour, OnStoreError: mode})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,7 +123,8 @@ return {0, redis.call('HGET', k, 'v')}
 `)
 
 // tokenBucketScript: KEYS key, ctr; ARGV capacity, interval_us, cost. The
-// key's v is the theoretical arrival time (tat) in microseconds. → {-1}
+// key's v is the theoretical arrival time (tat) in microseconds, its kd
+// 'tb' (a key of another kind is corrupt, never read as a bucket). → {-1}
 // corrupt | {allowed, remaining, retry_us, reset_us}
 var tokenBucketScript = script(`
 local k = KEYS[1]
@@ -132,8 +133,9 @@ local now = now_us()
 local burst = capn * iv
 local tat = now
 if live(k) then
-  local t = tonumber(redis.call('HGET', k, 'v'))
-  if not t then return {-1} end
+  local r = redis.call('HMGET', k, 'v', 'kd')
+  local t = tonumber(r[1])
+  if not t or r[2] ~= 'tb' then return {-1} end
   if t > tat then tat = t end
 end
 local nxt = tat + cost * iv
@@ -143,14 +145,15 @@ if nxt - now > burst then
   return {0, rem, nxt - now - burst, tat - now}
 end
 if cost > 0 then
-  redis.call('HSET', k, 'v', fmt(nxt), 'ver', nextver(KEYS[2], now))
+  redis.call('HSET', k, 'v', fmt(nxt), 'kd', 'tb', 'ver', nextver(KEYS[2], now))
   redis.call('PEXPIRE', k, fmt(math.ceil((nxt - now) / 1000)))
 end
 return {1, math.floor((burst - (nxt - now)) / iv), 0, nxt - now}
 `)
 
-// fixedWindowScript: KEYS key, ctr; ARGV limit, window_ms, cost. → {-1}
-// corrupt | {allowed, remaining, retry_us, reset_us}
+// fixedWindowScript: KEYS key, ctr; ARGV limit, window_ms, cost. The key's
+// v is the count, its kd 'fw'. → {-1} corrupt | {allowed, remaining,
+// retry_us, reset_us}
 var fixedWindowScript = script(`
 local k = KEYS[1]
 local limit, wms, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -158,8 +161,9 @@ local found = live(k)
 local n = 0
 local ttl = wms * 1000
 if found then
-  n = tonumber(redis.call('HGET', k, 'v'))
-  if not n then return {-1} end
+  local r = redis.call('HMGET', k, 'v', 'kd')
+  n = tonumber(r[1])
+  if not n or r[2] ~= 'fw' then return {-1} end
   ttl = pttl_us(k)
 end
 if cost > limit - n then
@@ -173,7 +177,7 @@ if cost > 0 then
     redis.call('HINCRBY', k, 'v', ARGV[3])
     redis.call('HSET', k, 'ver', ver)
   else
-    redis.call('HSET', k, 'v', ARGV[3], 'ver', ver)
+    redis.call('HSET', k, 'v', ARGV[3], 'kd', 'fw', 'ver', ver)
     redis.call('PEXPIRE', k, ARGV[2])
   end
 elseif not found then

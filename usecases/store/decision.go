@@ -84,8 +84,7 @@ type TokenBucket struct {
 // The expiry is set only by the write that creates the key; later
 // admissions never extend it. Cost 0 peeks: it writes nothing (and reports
 // Reset 0 for an absent key). Remaining is never negative. Limit ≥ 1,
-// Window > 0, 0 ≤ Cost; Cost > Limit is simply denied. The counter is a base-10 integer, so Backend.Get may
-// read it.
+// Window > 0, 0 ≤ Cost; Cost > Limit is simply denied.
 type FixedWindow struct {
 	Key    string
 	Limit  int64

@@ -42,7 +42,8 @@
 // embedded backend treats braces as ordinary bytes. A key written by a
 // decision is owned by that decision kind: only decisions of the same kind
 // and Delete may touch it, and its stored encoding is the backend's own
-// business, except the audit log of FlagWrite whose encoding is fixed (see
+// business; a decision that finds a key written by another kind (or by
+// Set) reports ErrCorrupt and changes nothing, never reads it as its own, except the audit log of FlagWrite whose encoding is fixed (see
 // AppendLog) because adapters read it with Get.
 //
 // # Pinning and eviction

@@ -12,6 +12,32 @@ import (
 	"github.com/tidekv/tide/usecases/store"
 )
 
+// Every limiter state starts with a byte naming its kind, so that a key
+// holding another kind's state (two limiters of different algorithms on one
+// key) is ErrCorrupt, never read as this kind's own.
+const (
+	kindTokenBucket   = 't'
+	kindFixedWindow   = 'f'
+	kindSlidingWindow = 's'
+)
+
+// untag returns v without its kind byte, or ErrCorrupt if v is not of kind.
+func untag(v []byte, kind byte) ([]byte, error) {
+	if len(v) == 0 || v[0] != kind {
+		return nil, fmt.Errorf("%w: key does not hold %q state", store.ErrCorrupt, kind)
+	}
+	return v[1:], nil
+}
+
+// parseTagged parses a tagged base-10 integer.
+func parseTagged(v []byte, kind byte) (int64, error) {
+	b, err := untag(v, kind)
+	if err != nil {
+		return 0, err
+	}
+	return parseInt(b)
+}
+
 func parseInt(b []byte) (int64, error) {
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
@@ -28,7 +54,7 @@ func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
 		it, ok := b.e.GetItem(d.Key)
 		tat := now
 		if ok {
-			t, err := parseInt(it.Value)
+			t, err := parseTagged(it.Value, kindTokenBucket)
 			if err != nil {
 				return err
 			}
@@ -45,7 +71,7 @@ func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
 			return nil
 		}
 		if d.Cost > 0 {
-			_, won, err := b.put(d.Key, ok, it.Version, strconv.AppendInt(nil, next, 10), time.Duration(next-now), false)
+			_, won, err := b.put(d.Key, ok, it.Version, strconv.AppendInt([]byte{kindTokenBucket}, next, 10), time.Duration(next-now), false)
 			if err != nil {
 				return err
 			}
@@ -68,7 +94,7 @@ func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
 		var n int64
 		ttl := d.Window
 		if ok {
-			v, err := parseInt(it.Value)
+			v, err := parseTagged(it.Value, kindFixedWindow)
 			if err != nil {
 				return err
 			}
@@ -81,7 +107,7 @@ func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
 			return nil
 		}
 		if d.Cost > 0 {
-			_, won, err := b.put(d.Key, ok, it.Version, strconv.AppendInt(nil, n+d.Cost, 10), d.Window, true)
+			_, won, err := b.put(d.Key, ok, it.Version, strconv.AppendInt([]byte{kindFixedWindow}, n+d.Cost, 10), d.Window, true)
 			if err != nil {
 				return err
 			}
@@ -101,6 +127,10 @@ func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
 }
 
 func decodeLog(v []byte) ([]int64, error) {
+	v, err := untag(v, kindSlidingWindow)
+	if err != nil {
+		return nil, err
+	}
 	if len(v)%8 != 0 {
 		return nil, fmt.Errorf("%w: sliding window log of %d bytes", store.ErrCorrupt, len(v))
 	}
@@ -145,7 +175,8 @@ func (b *Backend) slidingWindow(ctx context.Context, d *store.SlidingWindow) err
 				log = append(log, now)
 			}
 			slices.Sort(log)
-			buf := make([]byte, 0, 8*len(log))
+			buf := make([]byte, 1, 1+8*len(log))
+			buf[0] = kindSlidingWindow
 			for _, t := range log {
 				buf = binary.BigEndian.AppendUint64(buf, uint64(t))
 			}

@@ -26,6 +26,7 @@ func Run(t *testing.T, newFixture NewFunc) {
 	t.Run("Idempotency", func(t *testing.T) { runIdempotency(t, newFixture) })
 	t.Run("Lease", func(t *testing.T) { runLease(t, newFixture) })
 	t.Run("FlagWrite", func(t *testing.T) { runFlagWrite(t, newFixture) })
+	t.Run("Kinds", func(t *testing.T) { runKinds(t, newFixture) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newFixture) })
 }
 
@@ -333,14 +334,6 @@ func runFixedWindow(t *testing.T, newFixture NewFunc) {
 		}
 		f.checkDur(t, fmt.Sprintf("step %d retry-after", i), d.RetryAfter, s.retry)
 		f.checkDur(t, fmt.Sprintf("step %d reset", i), d.Reset, s.reset)
-	}
-	it, ok, _ := b.Get(context.Background(), "fw")
-	want := "3"
-	if f.Advance != nil {
-		want = "1"
-	}
-	if !ok || string(it.Value) != want {
-		t.Errorf("counter: got (%q, %v), want (%q, true)", it.Value, ok, want)
 	}
 	if err := b.Decide(context.Background(), &store.FixedWindow{Key: "x", Limit: 0, Window: u, Cost: 1}); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("limit 0: got %v, want ErrInvalidArgument", err)

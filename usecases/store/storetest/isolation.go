@@ -1,0 +1,72 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/usecases/ratelimit"
+)
+
+// aliasesOf returns short keys an adversary could choose to alias long,
+// under the hashing schemes adapters have used for keys over 256 bytes.
+func aliasesOf(long string) []string {
+	sum := sha256.Sum256([]byte(long))
+	h := hex.EncodeToString(sum[:])
+	return []string{"sha256:" + h, "h:" + h, h}
+}
+
+// runRateLimitIsolation checks that limiters sharing a backend never share
+// state unless they are the same limit, and that no key aliases another.
+func runRateLimitIsolation(t *testing.T, newFixture NewFunc) {
+	ctx := context.Background()
+	newLimiter := func(t *testing.T, cfg ratelimit.Config) *ratelimit.Limiter {
+		t.Helper()
+		l, err := ratelimit.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	t.Run("LimitersDoNotCollide", func(t *testing.T) {
+		f := newFixture(t)
+		api := newLimiter(t, ratelimit.Config{Name: "api", Backend: f.Backend, Algorithm: ratelimit.FixedWindow, Limit: 100, Period: time.Minute})
+		login := newLimiter(t, ratelimit.Config{Name: "login", Backend: f.Backend, Algorithm: ratelimit.TokenBucket, Limit: 5, Period: time.Minute})
+		search := newLimiter(t, ratelimit.Config{Name: "search", Backend: f.Backend, Algorithm: ratelimit.FixedWindow, Limit: 1, Period: time.Minute})
+		apiSW := newLimiter(t, ratelimit.Config{Name: "api", Backend: f.Backend, Algorithm: ratelimit.SlidingWindow, Limit: 1, Period: time.Minute})
+		const ip = "203.0.113.7"
+		for _, l := range []*ratelimit.Limiter{login, search, apiSW} {
+			if r, err := l.Allow(ctx, ip); !r.Allowed || err != nil {
+				t.Fatalf("first event of %s: got (%+v, %v), want allowed", l.Config().Name, r, err)
+			}
+		}
+		search.Allow(ctx, ip) // exhausts search
+		apiSW.Allow(ctx, ip)  // exhausts the sliding "api"
+		r, err := api.Allow(ctx, ip)
+		if !r.Allowed || r.Remaining != 99 || err != nil {
+			t.Errorf("api after other limiters saw the same client: got (allowed %v, remaining %d, retry %v, %v), want (true, 99, 0, nil)",
+				r.Allowed, r.Remaining, r.RetryAfter, err)
+		}
+	})
+	t.Run("LongKeysDoNotAlias", func(t *testing.T) {
+		f := newFixture(t)
+		for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingWindow} {
+			l := newLimiter(t, ratelimit.Config{Name: "n", Backend: f.Backend, Algorithm: alg, Limit: 1, Period: time.Minute})
+			long := strings.Repeat("x", 300)
+			if r, _ := l.Allow(ctx, long); !r.Allowed {
+				t.Fatalf("%v: first event of the long key denied", alg)
+			}
+			if r, _ := l.Allow(ctx, long); r.Allowed {
+				t.Fatalf("%v: the long key is not limited", alg)
+			}
+			for _, short := range aliasesOf(long) {
+				if r, err := l.Allow(ctx, short); !r.Allowed || err != nil {
+					t.Errorf("%v: short key %q shares the long key's budget: got (%v, %v), want allowed", alg, short, r.Allowed, err)
+				}
+			}
+		}
+	})
+}
