@@ -81,7 +81,7 @@ type Cache struct {
 // MaxTTL is the longest TTL (jitter included) and NegativeTTL a Cache
 // accepts: one every backend can store (the engine's deadlines are int64
 // nanoseconds since 1970, which end in 2262).
-const MaxTTL = 100 * 365 * 24 * time.Hour
+const MaxTTL = store.MaxTTL
 
 // New returns a Cache for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Cache, error) {

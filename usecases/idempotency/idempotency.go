@@ -78,7 +78,7 @@ type Config struct {
 	// Backend holds the records. Required.
 	Backend store.Backend
 	// Retention is how long a record lives from its first claim. 0 means
-	// 24 hours.
+	// 24 hours; at most store.MaxTTL.
 	Retention time.Duration
 	// Lease is how long a claim stays exclusively in progress before
 	// another attempt may recover it. 0 means 30 seconds. It must not
@@ -178,6 +178,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = 30 * time.Second
+	}
+	if cfg.Retention > store.MaxTTL {
+		return nil, fmt.Errorf("%w: Retention %v exceeds %v", ErrInvalidConfig, cfg.Retention, store.MaxTTL)
 	}
 	if cfg.Lease > cfg.Retention {
 		return nil, fmt.Errorf("%w: Lease %v exceeds Retention %v", ErrInvalidConfig, cfg.Lease, cfg.Retention)

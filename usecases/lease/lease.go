@@ -65,7 +65,7 @@ import (
 type Config struct {
 	// Backend holds the leases. Required.
 	Backend store.Backend
-	// TTL is the lease duration. 0 means 10 seconds.
+	// TTL is the lease duration. 0 means 10 seconds; at most store.MaxTTL.
 	TTL time.Duration
 	// Prefix is prepended to every key. "" means "tide:lease:".
 	Prefix string
@@ -121,8 +121,8 @@ func New(cfg Config) (*Manager, error) {
 	switch {
 	case cfg.Backend == nil:
 		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
-	case cfg.TTL < 0:
-		return nil, fmt.Errorf("%w: TTL = %v, want ≥ 0", ErrInvalidConfig, cfg.TTL)
+	case cfg.TTL < 0 || cfg.TTL > store.MaxTTL:
+		return nil, fmt.Errorf("%w: TTL = %v, want 0..%v", ErrInvalidConfig, cfg.TTL, store.MaxTTL)
 	case cfg.Drift < 0 || cfg.Drift >= 0.5 || cfg.Drift != cfg.Drift:
 		return nil, fmt.Errorf("%w: Drift = %v, want 0 ≤ Drift < 0.5", ErrInvalidConfig, cfg.Drift)
 	case cfg.Margin < 0:

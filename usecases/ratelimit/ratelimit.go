@@ -112,7 +112,8 @@ type Config struct {
 	Algorithm Algorithm
 	// Limit is the number of events per Period. Required (≥ 1).
 	Limit int64
-	// Period is the span Limit applies to. Required (> 0). For a token
+	// Period is the span Limit applies to. Required (> 0, at most
+	// store.MaxTTL). For a token
 	// bucket, Period/Limit is the time to refill one token and must be at
 	// least 1 ns.
 	Period time.Duration
@@ -169,8 +170,8 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: Algorithm = %d", ErrInvalidConfig, cfg.Algorithm)
 	case cfg.Limit < 1:
 		return nil, fmt.Errorf("%w: Limit = %d, want ≥ 1", ErrInvalidConfig, cfg.Limit)
-	case cfg.Period <= 0:
-		return nil, fmt.Errorf("%w: Period = %v, want > 0", ErrInvalidConfig, cfg.Period)
+	case cfg.Period <= 0 || cfg.Period > store.MaxTTL:
+		return nil, fmt.Errorf("%w: Period = %v, want 0 < Period ≤ %v", ErrInvalidConfig, cfg.Period, store.MaxTTL)
 	case cfg.Burst < 0:
 		return nil, fmt.Errorf("%w: Burst = %d, want ≥ 0", ErrInvalidConfig, cfg.Burst)
 	case cfg.OnStoreError > FailOpen:
@@ -192,8 +193,8 @@ func New(cfg Config) (*Limiter, error) {
 		if l.interval <= 0 {
 			return nil, fmt.Errorf("%w: Period/Limit = %v/%d is below 1ns", ErrInvalidConfig, cfg.Period, cfg.Limit)
 		}
-		if cfg.Burst > (1<<63-1)/int64(l.interval) {
-			return nil, fmt.Errorf("%w: Burst × refill interval overflows", ErrInvalidConfig)
+		if cfg.Burst > int64(store.MaxTTL)/int64(l.interval) { // the state's TTL reaches Burst × interval
+			return nil, fmt.Errorf("%w: Burst × refill interval exceeds %v", ErrInvalidConfig, store.MaxTTL)
 		}
 	}
 	return l, nil

@@ -143,7 +143,8 @@ type Config struct {
 	// means 30 minutes.
 	IdleTimeout time.Duration
 	// AbsoluteTimeout ends a session this long after creation, whatever
-	// its activity. 0 means 24 hours. It must be ≥ IdleTimeout.
+	// its activity. 0 means 24 hours. It must be ≥ IdleTimeout and at most
+	// store.MaxTTL.
 	AbsoluteTimeout time.Duration
 	// TouchInterval is the least time between two activity refreshes of a
 	// session. 0 means IdleTimeout/10.
@@ -223,6 +224,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.AbsoluteTimeout == 0 {
 		cfg.AbsoluteTimeout = 24 * time.Hour
+	}
+	if cfg.AbsoluteTimeout > store.MaxTTL {
+		return nil, fmt.Errorf("%w: AbsoluteTimeout %v exceeds %v", ErrInvalidConfig, cfg.AbsoluteTimeout, store.MaxTTL)
 	}
 	if cfg.AbsoluteTimeout < cfg.IdleTimeout {
 		return nil, fmt.Errorf("%w: AbsoluteTimeout %v < IdleTimeout %v", ErrInvalidConfig, cfg.AbsoluteTimeout, cfg.IdleTimeout)

@@ -83,6 +83,12 @@ import (
 // NoTTL is the TTL reported for a key that never expires.
 const NoTTL time.Duration = -1
 
+// MaxTTL is the longest TTL adapters ask of a backend, and every backend
+// must accept: 100 years (the engine's deadlines are int64 nanoseconds
+// since 1970 and end in 2262). Adapters refuse, at construction, durations
+// that would need a longer one.
+const MaxTTL = 100 * 365 * 24 * time.Hour
+
 // Item is a value with its metadata, as returned by Backend.Get.
 type Item struct {
 	Value   []byte

@@ -4,11 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tidekv/tide/usecases/cache"
+	"github.com/tidekv/tide/usecases/idempotency"
+	"github.com/tidekv/tide/usecases/lease"
 	"github.com/tidekv/tide/usecases/ratelimit"
+	"github.com/tidekv/tide/usecases/session"
 )
 
 // aliasesOf returns short keys an adversary could choose to alias long,
@@ -70,3 +76,35 @@ func runRateLimitIsolation(t *testing.T, newFixture NewFunc) {
 		}
 	})
 }
+
+// RunConfigLimits checks that every adapter refuses, at construction,
+// durations at their type's limit that no backend can store (accepting
+// them fails every later call: a FailOpen limiter then admits everything).
+func RunConfigLimits(t *testing.T, newFixture NewFunc) {
+	f := newFixture(t)
+	b := f.Backend
+	const huge = time.Duration(math.MaxInt64)
+	load := func(context.Context, string) ([]byte, bool, error) { return nil, false, nil }
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"ratelimit fixed window Period", second(ratelimit.New(ratelimit.Config{Name: "n", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 1, Period: huge, OnStoreError: ratelimit.FailOpen})), ratelimit.ErrInvalidConfig},
+		{"ratelimit sliding window Period", second(ratelimit.New(ratelimit.Config{Name: "n", Backend: b, Algorithm: ratelimit.SlidingWindow, Limit: 1, Period: huge})), ratelimit.ErrInvalidConfig},
+		{"ratelimit token bucket Burst × interval", second(ratelimit.New(ratelimit.Config{Name: "n", Backend: b, Limit: 1, Period: huge / 2, Burst: 2})), ratelimit.ErrInvalidConfig},
+		{"cache TTL", second(cache.New(cache.Config{Name: "n", Backend: b, Load: load, TTL: huge})), cache.ErrInvalidConfig},
+		{"session IdleTimeout", second(session.New(session.Config{Backend: b, IdleTimeout: huge, AbsoluteTimeout: huge})), session.ErrInvalidConfig},
+		{"session AbsoluteTimeout", second(session.New(session.Config{Backend: b, AbsoluteTimeout: huge})), session.ErrInvalidConfig},
+		{"idempotency Retention", second(idempotency.New(idempotency.Config{Backend: b, Retention: huge})), idempotency.ErrInvalidConfig},
+		{"idempotency Lease", second(idempotency.New(idempotency.Config{Backend: b, Lease: huge, Retention: huge})), idempotency.ErrInvalidConfig},
+		{"lease TTL", second(lease.New(lease.Config{Backend: b, TTL: huge})), lease.ErrInvalidConfig},
+	}
+	for _, c := range cases {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s = MaxInt64: got %v, want %v", c.name, c.err, c.want)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
