@@ -246,6 +246,10 @@ func New(cfg Config) (*Manager, error) {
 	return &Manager{cfg: cfg}, nil
 }
 
+// cleanupTimeout bounds the writes that undo or complete a half-done
+// operation after the caller's context ended.
+const cleanupTimeout = 10 * time.Second
+
 // idBytes is the session ID's entropy: 256 bits.
 const idBytes = 32
 
@@ -491,15 +495,22 @@ func (m *Manager) Rotate(ctx context.Context, s *Session) error {
 		return err
 	}
 	deleted, err := m.cfg.Backend.CompareAndDelete(ctx, m.key(handle(old)), oldVersion)
+	// The new record exists: undo it, or unindex the old one, even if the
+	// caller has given up meanwhile.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
 	if err != nil || !deleted {
-		m.cfg.Backend.Delete(ctx, m.key(handle(ns.ID)))
-		m.indexRemove(ctx, s.UserID, handle(ns.ID))
-		if err != nil {
-			return err
+		_, derr := m.cfg.Backend.Delete(dctx, m.key(handle(ns.ID)))
+		if derr == nil {
+			derr = m.indexRemove(dctx, s.UserID, handle(ns.ID))
 		}
-		return ErrConflict
+		if err != nil {
+			return errors.Join(err, derr)
+		}
+		return errors.Join(ErrConflict, derr)
 	}
-	m.indexRemove(ctx, s.UserID, handle(old))
+	// An index entry left behind is pruned by List or at its deadline.
+	m.indexRemove(dctx, s.UserID, handle(old))
 	*s = *ns
 	return nil
 }
