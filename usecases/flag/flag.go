@@ -317,7 +317,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	aud, _ := json.Marshal(audit)
 	k, ak := s.keys(name)
 	d := &store.FlagWrite{Key: k, IfVersion: ifVersion, Value: val, AuditKey: ak, Audit: aud, AuditKeep: s.cfg.AuditKeep}
-	if err := s.cfg.Backend.Decide(ctx, d); err != nil {
+	if err := s.cfg.Backend.FlagWrite(ctx, d); err != nil {
 		return Flag{}, err
 	}
 	if !d.OK {

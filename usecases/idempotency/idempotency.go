@@ -232,7 +232,7 @@ func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 	owner := newOwner()
 	d := &store.Idempotency{Op: store.IdemClaim, Key: s.StoreKey(k), Fingerprint: fp, Owner: owner,
 		Lease: s.cfg.Lease, Retention: s.cfg.Retention}
-	if err := s.cfg.Backend.Decide(ctx, d); err != nil {
+	if err := s.cfg.Backend.Idempotency(ctx, d); err != nil {
 		return Claim{}, err
 	}
 	switch d.Outcome {
@@ -253,7 +253,7 @@ func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 
 func (s *Store) finish(ctx context.Context, op store.IdemOp, k Key, owner string, result []byte) ([]byte, error) {
 	d := &store.Idempotency{Op: op, Key: s.StoreKey(k), Owner: owner, Result: result}
-	if err := s.cfg.Backend.Decide(ctx, d); err != nil {
+	if err := s.cfg.Backend.Idempotency(ctx, d); err != nil {
 		return nil, err
 	}
 	switch d.Outcome {

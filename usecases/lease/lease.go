@@ -154,7 +154,7 @@ func (m *Manager) keys(name string) (string, string) {
 func (m *Manager) decide(ctx context.Context, op store.LeaseOp, name, holder string, token uint64, minToken uint64) (*store.Lease, error) {
 	k, fk := m.keys(name)
 	d := &store.Lease{Op: op, Key: k, FenceKey: fk, Holder: holder, Token: token, TTL: m.cfg.TTL, MinToken: minToken}
-	if err := m.cfg.Backend.Decide(ctx, d); err != nil {
+	if err := m.cfg.Backend.Lease(ctx, d); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -241,15 +241,15 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 	switch l.cfg.Algorithm {
 	case TokenBucket:
 		d := &store.TokenBucket{Key: k, Capacity: l.cfg.Burst, Interval: l.interval, Cost: n}
-		err = l.cfg.Backend.Decide(ctx, d)
+		err = l.cfg.Backend.TokenBucket(ctx, d)
 		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
 	case FixedWindow:
 		d := &store.FixedWindow{Key: k, Limit: l.cfg.Limit, Window: l.cfg.Period, Cost: n}
-		err = l.cfg.Backend.Decide(ctx, d)
+		err = l.cfg.Backend.FixedWindow(ctx, d)
 		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
 	case SlidingWindow:
 		d := &store.SlidingWindow{Key: k, Limit: l.cfg.Limit, Window: l.cfg.Period, Cost: n}
-		err = l.cfg.Backend.Decide(ctx, d)
+		err = l.cfg.Backend.SlidingWindow(ctx, d)
 		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
 	}
 	r.Limit = limit

@@ -145,7 +145,7 @@ func (a *adapters) failing(t *testing.T, phase string) {
 		}
 	})
 	timed("backend Decide", func() {
-		if err := a.b.Decide(ctx, &store.TokenBucket{Key: "k", Capacity: 1, Interval: time.Second, Cost: 1}); !errors.Is(err, store.ErrUnavailable) {
+		if err := a.b.TokenBucket(ctx, &store.TokenBucket{Key: "k", Capacity: 1, Interval: time.Second, Cost: 1}); !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s: backend Decide: got %v, want ErrUnavailable", phase, err)
 		}
 	})

@@ -36,12 +36,11 @@
 //     a fencing counter. Check reports a wrong policy.
 //   - The keys of one decision must hash to one Cluster slot: the adapters
 //     wrap the scoping part of a key in braces ("tide:lease:{orders}"). On a
-//     Cluster client, Decide refuses keys of different slots with
+//     Cluster client, a decision refuses keys of different slots with
 //     store.ErrInvalidArgument before sending anything.
 //   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
 //     bursts (Capacity × Interval, in microseconds) and fixed window limits
 //     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
-//     Incr is exact over the whole int64 range (HINCRBY).
 //   - A transport failure is store.ErrUnavailable (wrapping go-redis's
 //     error): the operation may or may not have happened.
 //
@@ -385,68 +384,4 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 	}
 	v, err := b.run(ctx, delScript, []string{b.key(key)}, "0")
 	return asInt(v) == 1, err
-}
-
-// Incr implements store.Backend.
-func (b *Backend) Incr(ctx context.Context, key string, delta int64, o store.IncrOptions) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if err := b.checkKey(key); err != nil {
-		return 0, err
-	}
-	if o.TTL < 0 {
-		return 0, fmt.Errorf("%w: %v (must be positive)", store.ErrInvalidTTL, o.TTL)
-	}
-	k := b.key(key)
-	v, err := b.run(ctx, incrScript, []string{k, b.counter(k)}, strconv.FormatInt(delta, 10), msArg(o.TTL))
-	if err != nil {
-		return 0, err
-	}
-	r, err := asSlice(v, 1)
-	if err != nil {
-		return 0, err
-	}
-	switch asInt(r[0]) {
-	case 1:
-		return 0, store.ErrNotInteger
-	case 2:
-		return 0, store.ErrOverflow
-	}
-	if len(r) < 2 {
-		return 0, fmt.Errorf("redisstore: unexpected incr reply %v", r)
-	}
-	n, err := strconv.ParseInt(asString(r[1]), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("redisstore: incr reply %v: %w", r, err)
-	}
-	return n, nil
-}
-
-// Decide implements store.Backend.
-func (b *Backend) Decide(ctx context.Context, d store.Decision) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d == nil {
-		return fmt.Errorf("%w: nil decision", store.ErrInvalidArgument)
-	}
-	if err := d.Validate(); err != nil {
-		return err
-	}
-	switch d := d.(type) {
-	case *store.TokenBucket:
-		return b.tokenBucket(ctx, d)
-	case *store.FixedWindow:
-		return b.fixedWindow(ctx, d)
-	case *store.SlidingWindow:
-		return b.slidingWindow(ctx, d)
-	case *store.Idempotency:
-		return b.idempotency(ctx, d)
-	case *store.Lease:
-		return b.lease(ctx, d)
-	case *store.FlagWrite:
-		return b.flagWrite(ctx, d)
-	}
-	return fmt.Errorf("%w: %T", store.ErrUnsupported, d)
 }

@@ -106,22 +106,6 @@ redis.call('DEL', k)
 return 1
 `)
 
-// incrScript: KEYS key, ctr; ARGV delta, ttl_ms ('0': none). HINCRBY
-// parses and overflow-checks the int64 exactly as INCRBY does. → {0,
-// value} | {1} not an integer | {2} overflow
-var incrScript = script(`
-local k = KEYS[1]
-local found = live(k)
-local r = redis.pcall('HINCRBY', k, 'v', ARGV[1])
-if type(r) == 'table' and r.err then
-  if string.find(r.err, 'overflow') then return {2} end
-  return {1}
-end
-redis.call('HSET', k, 'ver', nextver(KEYS[2], now_us()))
-if not found and ARGV[2] ~= '0' then redis.call('PEXPIRE', k, ARGV[2]) end
-return {0, redis.call('HGET', k, 'v')}
-`)
-
 // tokenBucketScript: KEYS key, ctr; ARGV capacity, interval_us, cost. The
 // key's v is the theoretical arrival time (tat) in microseconds, its kd
 // 'tb' (a key of another kind is corrupt, never read as a bucket). → {-1}

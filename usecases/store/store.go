@@ -7,12 +7,12 @@
 // # The interface
 //
 // Backend is a handful of key-value primitives, each one atomic on one key,
-// plus Decide, which runs one of a small, fixed, closed set of multi-step
-// decisions atomically (token bucket, fixed window, sliding window,
-// idempotency, lease, flag write with audit). A decision is typed data, not
-// a Go closure, so that a remote backend can implement each one as a single
-// server-side script (one Lua script per decision on Redis, run with
-// EVALSHA), making one round trip per decision. The embedded backend
+// plus one method per decision (Decisions): a small, fixed set of
+// multi-step decisions that each run atomically (token bucket, fixed
+// window, sliding window, idempotency, lease, flag write with audit). A
+// decision is typed data, not a Go closure, so that a remote backend can
+// implement each one as a single server-side script, making one round trip
+// per decision. The embedded backend
 // implements the same decisions with engine compare-and-swap retry loops and
 // engine.Commit, never holding an engine lock while running adapter code.
 //
@@ -48,8 +48,7 @@
 //
 // # Pinning and eviction
 //
-// SetOptions.Pin and IncrOptions.Pin exempt a key from eviction on the
-// embedded engine. A Redis backend cannot pin keys; it must document that
+// SetOptions.Pin exempts a key from eviction on the embedded engine. A Redis backend cannot pin keys; it must document that
 // it requires maxmemory-policy noeviction, or a volatile-* policy, under
 // which the keys that matter most (fence counters, flags, audit logs) are
 // safe because they have no TTL, while pinned keys with a TTL (leases,
@@ -137,16 +136,6 @@ type SetOptions struct {
 	Pin bool
 }
 
-// IncrOptions modify Backend.Incr. They apply only when the increment
-// creates the key; an existing key keeps its deadline and pinning.
-type IncrOptions struct {
-	// TTL, if positive, is the new key's TTL: the fixed window's counter
-	// gets its expiry from the increment that creates it, and from no other.
-	TTL time.Duration
-	// Pin exempts a key created by this increment from eviction.
-	Pin bool
-}
-
 // Backend is the set of store primitives the use-case adapters need. Every
 // method is atomic and linearizable on its key(s) and safe for concurrent
 // use. Methods take a context first because they may reach a remote store;
@@ -174,18 +163,30 @@ type Backend interface {
 	// Delete deletes key and reports whether it existed.
 	Delete(ctx context.Context, key string) (deleted bool, err error)
 
-	// Incr adds delta to the base-10 int64 at key (a missing key counts as
-	// 0) and returns the result. The key keeps its TTL; o applies only if
-	// the increment creates the key. Errors: ErrNotInteger, ErrOverflow
-	// (value unchanged).
-	Incr(ctx context.Context, key string, delta int64, o IncrOptions) (int64, error)
+	Decisions
+}
 
-	// Decide runs one decision atomically: it reads d's parameters, applies
-	// the decision at the store's current time, and fills d's result
-	// fields. d must be a pointer to one of the decision types of this
-	// package (*TokenBucket, *FixedWindow, *SlidingWindow, *Idempotency,
-	// *Lease, *FlagWrite). Invalid parameters are ErrInvalidArgument with
-	// nothing changed; a backend that lacks a decision returns
-	// ErrUnsupported.
-	Decide(ctx context.Context, d Decision) error
+// Decisions are the atomic multi-step decisions of the adapters, one
+// method per kind, each running its decision atomically: it reads d's
+// parameters, applies the decision at the store's current time, and fills
+// d's result fields. Invalid parameters are ErrInvalidArgument with nothing
+// changed (a backend starts each method with Begin). Every kind is a method
+// so that a backend missing one does not compile.
+type Decisions interface {
+	TokenBucket(ctx context.Context, d *TokenBucket) error
+	FixedWindow(ctx context.Context, d *FixedWindow) error
+	SlidingWindow(ctx context.Context, d *SlidingWindow) error
+	Idempotency(ctx context.Context, d *Idempotency) error
+	Lease(ctx context.Context, d *Lease) error
+	FlagWrite(ctx context.Context, d *FlagWrite) error
+}
+
+// Begin is the first step of every decision method of a backend: it
+// returns ctx's error if ctx is done, then d's if its parameters are
+// invalid (an error wrapping ErrInvalidArgument).
+func Begin(ctx context.Context, d interface{ Validate() error }) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.Validate()
 }

@@ -22,13 +22,13 @@ func runKinds(t *testing.T, newFixture NewFunc) {
 	u := time.Second
 	kinds := []kind{
 		{"TokenBucket", func(b store.Backend, key string) error {
-			return b.Decide(ctx, &store.TokenBucket{Key: key, Capacity: 100, Interval: u, Cost: 1})
+			return b.TokenBucket(ctx, &store.TokenBucket{Key: key, Capacity: 100, Interval: u, Cost: 1})
 		}},
 		{"FixedWindow", func(b store.Backend, key string) error {
-			return b.Decide(ctx, &store.FixedWindow{Key: key, Limit: 100, Window: 100 * u, Cost: 1})
+			return b.FixedWindow(ctx, &store.FixedWindow{Key: key, Limit: 100, Window: 100 * u, Cost: 1})
 		}},
 		{"SlidingWindow", func(b store.Backend, key string) error {
-			return b.Decide(ctx, &store.SlidingWindow{Key: key, Limit: 100, Window: 100 * u, Cost: 1})
+			return b.SlidingWindow(ctx, &store.SlidingWindow{Key: key, Limit: 100, Window: 100 * u, Cost: 1})
 		}},
 	}
 	writers := append([]kind{{"Set", func(b store.Backend, key string) error {
