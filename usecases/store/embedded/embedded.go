@@ -115,13 +115,24 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 	return b.e.Delete(key), nil
 }
 
-// retry is called after a lost race; it yields now and then and gives up
-// only if ctx is done.
-func retry(ctx context.Context, attempt int) error {
-	if attempt%8 == 7 {
-		runtime.Gosched()
+// optimistic runs attempt until the decision is made. An attempt reads
+// what it needs and computes; it finishes (true) without a write, or with a
+// version-checked write it won; it reports a lost race (false, nil), after
+// which the next attempt starts again from the read, yielding now and then,
+// until ctx is done. No engine lock is held between the read and the write.
+func optimistic(ctx context.Context, attempt func() (bool, error)) error {
+	for i := 0; ; i++ {
+		done, err := attempt()
+		if err != nil || done {
+			return err
+		}
+		if i%8 == 7 {
+			runtime.Gosched()
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
-	return ctx.Err()
 }
 
 // create writes a new key (IfAbsent) or replaces version v with ttl (0
