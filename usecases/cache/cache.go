@@ -190,7 +190,7 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		// Double-check: a caller whose miss raced with the end of another
 		// flight finds that flight's value instead of loading again. The
 		// entry's version fences the write below.
-		o := store.SetOptions{Only: store.IfAbsent}
+		o := store.SetOptions{IfAbsent: true}
 		if storeUp {
 			it, ok, err := c.cfg.Backend.Get(ctx, sk)
 			switch {

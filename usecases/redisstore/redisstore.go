@@ -343,19 +343,16 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if o.TTL < 0 {
 		return 0, false, fmt.Errorf("%w: %v (must be positive)", store.ErrInvalidTTL, o.TTL)
 	}
-	if o.KeepTTL && o.TTL > 0 && !o.TTLOnCreate {
-		return 0, false, fmt.Errorf("%w: TTL with KeepTTL", store.ErrInvalidOptions)
+	if o.IfAbsent && o.IfVersion != 0 {
+		return 0, false, fmt.Errorf("%w: IfAbsent with IfVersion %d", store.ErrInvalidOptions, o.IfVersion)
 	}
-	if o.Only > store.IfPresent || (o.IfVersion != 0 && o.Only == store.IfAbsent) {
-		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", store.ErrInvalidOptions, o.Only, o.IfVersion)
-	}
-	keep := "0"
-	if o.KeepTTL || o.TTLOnCreate {
-		keep = "1"
+	absent := "0"
+	if o.IfAbsent {
+		absent = "1"
 	}
 	k := b.key(key)
 	v, err := b.run(ctx, setScript, []string{k, b.counter(k)},
-		value, msArg(o.TTL), keep, strconv.Itoa(int(o.Only)), strconv.FormatUint(o.IfVersion, 10))
+		value, msArg(o.TTL), absent, strconv.FormatUint(o.IfVersion, 10))
 	if err != nil || v == nil {
 		return 0, false, err
 	}

@@ -77,23 +77,18 @@ local r = redis.call('HMGET', k, 'v', 'ver')
 return {r[1] or '', r[2] or '0', redis.call('PTTL', k)}
 `)
 
-// setScript: KEYS key, ctr; ARGV value, ttl_ms ('0': none), keep ('1':
-// keep an existing key's deadline), only ('0' always, '1' if absent, '2'
-// if present), ifver ('0': none). → nil (condition failed) | version
+// setScript: KEYS key, ctr; ARGV value, ttl_ms ('0': none), ifabsent
+// ('1': only if the key is absent), ifver ('0': none). The write replaces
+// the key whole, TTL included. → nil (condition failed) | version
 var setScript = script(`
 local k = KEYS[1]
 local found = live(k)
-local only = ARGV[4]
-if (only == '1' and found) or (only == '2' and not found) then return false end
-if ARGV[5] ~= '0' and (not found or redis.call('HGET', k, 'ver') ~= ARGV[5]) then return false end
+if ARGV[3] == '1' and found then return false end
+if ARGV[4] ~= '0' and (not found or redis.call('HGET', k, 'ver') ~= ARGV[4]) then return false end
 local ver = nextver(KEYS[2], now_us())
-if found and ARGV[3] == '1' then
-  redis.call('HSET', k, 'v', ARGV[1], 'ver', ver)
-else
-  if found then redis.call('DEL', k) end
-  redis.call('HSET', k, 'v', ARGV[1], 'ver', ver)
-  if ARGV[2] ~= '0' then redis.call('PEXPIRE', k, ARGV[2]) end
-end
+if found then redis.call('DEL', k) end
+redis.call('HSET', k, 'v', ARGV[1], 'ver', ver)
+if ARGV[2] ~= '0' then redis.call('PEXPIRE', k, ARGV[2]) end
 return ver
 `)
 

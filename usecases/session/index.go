@@ -69,7 +69,7 @@ func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]inde
 			enc, _ := json.Marshal(idx)
 			o := store.SetOptions{TTL: last.Sub(now), Pin: m.cfg.Pin}
 			if v == 0 {
-				o.Only = store.IfAbsent
+				o.IfAbsent = true
 			} else {
 				o.IfVersion = v
 			}

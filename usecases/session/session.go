@@ -331,7 +331,7 @@ func (m *Manager) insert(ctx context.Context, s *Session, now time.Time) error {
 		if err := m.indexAdd(ctx, s.UserID, h, s.Deadline, now); err != nil {
 			return err
 		}
-		v, ok, err := m.cfg.Backend.Set(ctx, m.key(h), enc, store.SetOptions{Only: store.IfAbsent, TTL: ttl, Pin: m.cfg.Pin})
+		v, ok, err := m.cfg.Backend.Set(ctx, m.key(h), enc, store.SetOptions{IfAbsent: true, TTL: ttl, Pin: m.cfg.Pin})
 		if err != nil {
 			return err
 		}

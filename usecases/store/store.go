@@ -96,41 +96,23 @@ type Item struct {
 	TTL time.Duration
 }
 
-// Condition restricts a write to a key that is absent or present.
-type Condition uint8
-
-const (
-	// Always writes whether or not the key exists.
-	Always Condition = iota
-	// IfAbsent writes only if the key does not exist (SET NX).
-	IfAbsent
-	// IfPresent writes only if the key exists (SET XX).
-	IfPresent
-)
-
 // SetOptions modify Backend.Set. The zero value is a plain write: create or
-// overwrite, clearing any TTL. The combinations are those of the engine's
-// SetOptions:
+// overwrite, clearing any TTL. The adapters use three shapes:
 //
 //   - set with TTL:        {TTL: d}
-//   - set-if-absent:       {Only: IfAbsent, TTL: d}
-//   - compare-and-swap:    {IfVersion: v, KeepTTL: true} (or TTL: d to
-//     replace the deadline)
-//   - TTL on create only:  {TTL: d, TTLOnCreate: true}
+//   - set-if-absent:       {IfAbsent: true, TTL: d}
+//   - compare-and-swap:    {IfVersion: v, TTL: d}
+//
+// A write always sets the key's TTL: to TTL if positive, else none.
 type SetOptions struct {
-	// TTL, if positive, makes the key expire TTL from now (store time).
-	// Negative is ErrInvalidTTL.
+	// TTL, if positive, makes the key expire TTL from now (store time); 0
+	// means no TTL. Negative is ErrInvalidTTL.
 	TTL time.Duration
-	// KeepTTL keeps an existing key's deadline. With TTL it is
-	// ErrInvalidOptions unless TTLOnCreate is set.
-	KeepTTL bool
-	// TTLOnCreate applies TTL only if this write creates the key.
-	TTLOnCreate bool
-	// Only restricts the write to an absent or present key.
-	Only Condition
+	// IfAbsent makes the write happen only if the key does not exist.
+	IfAbsent bool
 	// IfVersion, if non-zero, makes the write a compare-and-swap: it
-	// happens only if the key exists with exactly this version. It cannot
-	// be combined with Only: IfAbsent.
+	// happens only if the key exists with exactly this version. With
+	// IfAbsent it is ErrInvalidOptions.
 	IfVersion uint64
 	// Pin exempts the key from eviction (sticky across later writes).
 	Pin bool
@@ -151,9 +133,9 @@ type Backend interface {
 	Get(ctx context.Context, key string) (it Item, ok bool, err error)
 
 	// Set writes value under key as modified by o and returns the new
-	// version. ok is false if o's condition (Only, IfVersion) did not hold;
+	// version. ok is false if o's condition (IfAbsent, IfVersion) did not hold;
 	// then nothing changed. Set-if-absent and compare-and-swap are Set with
-	// Only: IfAbsent and with IfVersion.
+	// IfAbsent and with IfVersion.
 	Set(ctx context.Context, key string, value []byte, o SetOptions) (version uint64, ok bool, err error)
 
 	// CompareAndDelete deletes key if its current version is version, and

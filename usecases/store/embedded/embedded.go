@@ -92,10 +92,14 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	v, ok, err := b.e.SetWith(key, value, engine.SetOptions{
-		TTL: o.TTL, KeepTTL: o.KeepTTL, TTLOnCreate: o.TTLOnCreate,
-		Only: engine.Condition(o.Only), IfVersion: o.IfVersion, Pin: o.Pin,
-	})
+	if o.IfAbsent && o.IfVersion != 0 {
+		return 0, false, fmt.Errorf("%w: IfAbsent with IfVersion %d", store.ErrInvalidOptions, o.IfVersion)
+	}
+	eo := engine.SetOptions{TTL: o.TTL, IfVersion: o.IfVersion, Pin: o.Pin}
+	if o.IfAbsent {
+		eo.Only = engine.IfAbsent
+	}
+	v, ok, err := b.e.SetWith(key, value, eo)
 	return v, ok, fromEngine(err)
 }
 

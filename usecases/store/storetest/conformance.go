@@ -102,11 +102,9 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 			present bool
 			wantOK  bool
 		}{
-			{"IfAbsent/absent", store.SetOptions{Only: store.IfAbsent}, false, true},
-			{"IfAbsent/present", store.SetOptions{Only: store.IfAbsent}, true, false},
-			{"IfPresent/absent", store.SetOptions{Only: store.IfPresent}, false, false},
-			{"IfPresent/present", store.SetOptions{Only: store.IfPresent}, true, true},
-			{"IfAbsent+TTL/absent", store.SetOptions{Only: store.IfAbsent, TTL: 5 * u}, false, true},
+			{"IfAbsent/absent", store.SetOptions{IfAbsent: true}, false, true},
+			{"IfAbsent/present", store.SetOptions{IfAbsent: true}, true, false},
+			{"IfAbsent+TTL/absent", store.SetOptions{IfAbsent: true, TTL: 5 * u}, false, true},
 		}
 		for i, c := range cases {
 			key := fmt.Sprintf("cond%d", i)
@@ -136,16 +134,18 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		b := f.Backend
 		u := f.unit()
 		v1 := mustSet(t, b, "k", "a", store.SetOptions{TTL: 10 * u})
-		if _, ok, err := b.Set(ctx, "k", []byte("x"), store.SetOptions{IfVersion: v1 + 1000, KeepTTL: true}); ok || err != nil {
+		if _, ok, err := b.Set(ctx, "k", []byte("x"), store.SetOptions{IfVersion: v1 + 1000, TTL: 10 * u}); ok || err != nil {
 			t.Fatalf("CAS with a wrong version: got (%v, %v), want (false, nil)", ok, err)
 		}
-		v2, ok, err := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1, KeepTTL: true})
+		v2, ok, err := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1})
 		if !ok || err != nil || v2 == v1 {
 			t.Fatalf("CAS with the current version: got (v%d, %v, %v), want (new version, true, nil)", v2, ok, err)
 		}
 		it, _, _ := b.Get(ctx, "k")
-		f.checkDur(t, "TTL kept by CAS", it.TTL, 10*u)
-		if _, ok, _ := b.Set(ctx, "k", []byte("c"), store.SetOptions{IfVersion: v1, KeepTTL: true}); ok {
+		if it.TTL != store.NoTTL {
+			t.Errorf("CAS without a TTL: got TTL %v, want none (a write sets the TTL)", it.TTL)
+		}
+		if _, ok, _ := b.Set(ctx, "k", []byte("c"), store.SetOptions{IfVersion: v1}); ok {
 			t.Fatal("CAS with a stale version succeeded")
 		}
 		if _, ok, _ := b.Set(ctx, "missing", []byte("c"), store.SetOptions{IfVersion: v1}); ok {
@@ -190,15 +190,9 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1}); ok {
 			t.Fatal("CAS on an expired key succeeded")
 		}
-		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{Only: store.IfAbsent}); !ok {
+		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfAbsent: true}); !ok {
 			t.Fatal("set-if-absent on an expired key failed")
 		}
-		// TTLOnCreate: a second write keeps the first deadline.
-		mustSet(t, b, "w", "1", store.SetOptions{TTL: 4 * u, TTLOnCreate: true})
-		f.Advance(u)
-		mustSet(t, b, "w", "2", store.SetOptions{TTL: 4 * u, TTLOnCreate: true})
-		it, _, _ = b.Get(ctx, "w")
-		f.checkDur(t, "TTLOnCreate on an existing key", it.TTL, 3*u)
 	})
 	t.Run("Errors", func(t *testing.T) {
 		f := newFixture(t)
@@ -206,8 +200,8 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{TTL: -1}); !errors.Is(err, store.ErrInvalidTTL) {
 			t.Errorf("negative TTL: got %v, want ErrInvalidTTL", err)
 		}
-		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{TTL: time.Second, KeepTTL: true}); !errors.Is(err, store.ErrInvalidOptions) {
-			t.Errorf("TTL with KeepTTL: got %v, want ErrInvalidOptions", err)
+		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{IfAbsent: true, IfVersion: 1}); !errors.Is(err, store.ErrInvalidOptions) {
+			t.Errorf("IfAbsent with IfVersion: got %v, want ErrInvalidOptions", err)
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()

@@ -31,7 +31,7 @@ func (h *hookedBackend) Set(ctx context.Context, key string, value []byte, o sto
 // isRecordCreate matches the write that creates a session record (not an
 // index: index keys contain "user:").
 func isRecordCreate(key string, o store.SetOptions) bool {
-	return o.Only == store.IfAbsent && !strings.Contains(key, "user:")
+	return o.IfAbsent && !strings.Contains(key, "user:")
 }
 
 // runSessionRevocation attacks revocation: adversary-chosen handles, and
