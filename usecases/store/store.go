@@ -76,6 +76,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -165,10 +166,16 @@ type Decisions interface {
 
 // Begin is the first step of every decision method of a backend: it
 // returns ctx's error if ctx is done, then d's if its parameters are
-// invalid (an error wrapping ErrInvalidArgument).
-func Begin(ctx context.Context, d interface{ Validate() error }) error {
+// invalid or d is nil (an error wrapping ErrInvalidArgument).
+func Begin[D any, P interface {
+	*D
+	Validate() error
+}](ctx context.Context, d P) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if d == nil {
+		return fmt.Errorf("%w: nil %T", ErrInvalidArgument, d)
 	}
 	return d.Validate()
 }

@@ -203,6 +203,14 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{IfAbsent: true, IfVersion: 1}); !errors.Is(err, store.ErrInvalidOptions) {
 			t.Errorf("IfAbsent with IfVersion: got %v, want ErrInvalidOptions", err)
 		}
+		for name, err := range map[string]error{
+			"TokenBucket": b.TokenBucket(ctx, nil), "FixedWindow": b.FixedWindow(ctx, nil), "SlidingWindow": b.SlidingWindow(ctx, nil),
+			"Idempotency": b.Idempotency(ctx, nil), "Lease": b.Lease(ctx, nil), "FlagWrite": b.FlagWrite(ctx, nil),
+		} {
+			if !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("%s(nil): got %v, want ErrInvalidArgument", name, err)
+			}
+		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, _, err := b.Get(cctx, "k"); err == nil {
