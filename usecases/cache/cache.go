@@ -40,10 +40,17 @@ import (
 // negatively); an error is not cached.
 type Loader func(ctx context.Context, key string) (value []byte, found bool, err error)
 
+// Backend is what a Cache needs of a store. store.Backend implementations
+// (embedded, redisstore) satisfy it.
+type Backend interface {
+	Get(ctx context.Context, key string) (store.Item, bool, error)
+	Set(ctx context.Context, key string, value []byte, o store.SetOptions) (uint64, bool, error)
+}
+
 // Config configures a Cache. Zero fields mean defaults.
 type Config struct {
 	// Backend holds the entries. Required.
-	Backend store.Backend
+	Backend Backend
 	// Load loads a missing key. Required.
 	Load Loader
 	// TTL is the mean lifetime of an entry. 0 means 5 minutes. With its

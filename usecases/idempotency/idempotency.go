@@ -73,10 +73,16 @@ import (
 	"github.com/tidekv/tide/usecases/store"
 )
 
+// Backend is what a Store needs of a store: its decision. store.Backend
+// implementations (embedded, redisstore) satisfy it.
+type Backend interface {
+	Idempotency(ctx context.Context, d *store.Idempotency) error
+}
+
 // Config configures a Store.
 type Config struct {
 	// Backend holds the records. Required.
-	Backend store.Backend
+	Backend Backend
 	// Retention is how long a record lives from its first claim. 0 means
 	// 24 hours; at most store.MaxTTL.
 	Retention time.Duration

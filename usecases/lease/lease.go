@@ -61,10 +61,16 @@ import (
 	"github.com/tidekv/tide/usecases/store"
 )
 
+// Backend is what a Manager needs of a store: its decision. store.Backend
+// implementations (embedded, redisstore) satisfy it.
+type Backend interface {
+	Lease(ctx context.Context, d *store.Lease) error
+}
+
 // Config configures a Manager.
 type Config struct {
 	// Backend holds the leases. Required.
-	Backend store.Backend
+	Backend Backend
 	// TTL is the lease duration. 0 means 10 seconds; at most store.MaxTTL.
 	TTL time.Duration
 	// Prefix is prepended to every key. "" means "tide:lease:".

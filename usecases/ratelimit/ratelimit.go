@@ -103,11 +103,20 @@ const (
 	FailOpen
 )
 
+// Backend is what a Limiter needs of a store: its three decisions and
+// Delete. store.Backend implementations (embedded, redisstore) satisfy it.
+type Backend interface {
+	TokenBucket(ctx context.Context, d *store.TokenBucket) error
+	FixedWindow(ctx context.Context, d *store.FixedWindow) error
+	SlidingWindow(ctx context.Context, d *store.SlidingWindow) error
+	Delete(ctx context.Context, key string) (bool, error)
+}
+
 // Config configures a Limiter. Zero fields mean defaults where one is
 // stated.
 type Config struct {
 	// Backend holds the limiter state. Required.
-	Backend store.Backend
+	Backend Backend
 	// Algorithm is the counting algorithm. The zero value is TokenBucket.
 	Algorithm Algorithm
 	// Limit is the number of events per Period. Required (≥ 1).

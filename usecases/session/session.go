@@ -135,10 +135,14 @@ type Record struct {
 	Values     map[string][]byte `json:"v,omitempty"`
 }
 
+// Backend is what a Manager needs of a store: the primitives.
+// store.Backend implementations (embedded, redisstore) satisfy it.
+type Backend = store.Primitives
+
 // Config configures a Manager.
 type Config struct {
 	// Backend holds the sessions. Required.
-	Backend store.Backend
+	Backend Backend
 	// IdleTimeout ends a session after this long without activity. 0
 	// means 30 minutes.
 	IdleTimeout time.Duration

@@ -119,12 +119,11 @@ type SetOptions struct {
 	Pin bool
 }
 
-// Backend is the set of store primitives the use-case adapters need. Every
-// method is atomic and linearizable on its key(s) and safe for concurrent
-// use. Methods take a context first because they may reach a remote store;
+// Primitives are the key-value operations of a Backend. Every method is
+// atomic and linearizable on its key(s) and safe for concurrent use. Methods take a context first because they may reach a remote store;
 // a backend honours cancellation where it can (the embedded one checks it
 // on entry only, since it never blocks on I/O).
-type Backend interface {
+type Primitives interface {
 	// Now returns the store's current time. Adapters use it only to stamp
 	// records; expiry decisions are made inside the store.
 	Now(ctx context.Context) (time.Time, error)
@@ -145,7 +144,15 @@ type Backend interface {
 
 	// Delete deletes key and reports whether it existed.
 	Delete(ctx context.Context, key string) (deleted bool, err error)
+}
 
+// Backend is everything the use-case adapters need of a store: the
+// primitives and every decision. Each adapter takes the small part it uses
+// (ratelimit.Backend, cache.Backend, …); a backend implements all of it, so
+// that a missing method is a compile error where the backend is declared
+// (var _ store.Backend = (*B)(nil)).
+type Backend interface {
+	Primitives
 	Decisions
 }
 
