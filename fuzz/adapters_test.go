@@ -320,7 +320,7 @@ func FuzzIdempotency(f *testing.F) {
 			t.Fatalf("Do after the retention: replayed=%v %v (runs %d)", replayed, err, runs)
 		}
 		// The HTTP form with an arbitrary header value.
-		h := idempotency.Middleware(idempotency.HTTPConfig{Store: s}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := idempotency.Middleware(idempotency.HTTPConfig{Store: s, Scope: func(*http.Request) string { return "fuzz" }}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(201)
 		}))
 		for i := 0; i < 2; i++ {
@@ -351,7 +351,7 @@ func FuzzRateLimit(f *testing.F) {
 	f.Add(uint8(0), int64(1<<62), int64(1), int64(0), "k", []byte{1})
 	f.Fuzz(func(t *testing.T, alg uint8, limit, period, burst int64, key string, data []byte) {
 		b, clk, e := newBackend(t)
-		cfg := ratelimit.Config{Backend: b, Algorithm: ratelimit.Algorithm(alg % 4), Limit: limit, Period: time.Duration(period), Burst: burst}
+		cfg := ratelimit.Config{Name: "fuzz", Backend: b, Algorithm: ratelimit.Algorithm(alg % 4), Limit: limit, Period: time.Duration(period), Burst: burst}
 		l, err := ratelimit.New(cfg)
 		bad := limit < 1 || period <= 0 || alg%4 > 2 || burst < 0 ||
 			(alg%4 == 0 && period/limit < 1)

@@ -205,7 +205,7 @@ func flags(ctx context.Context, w *world) error {
 }
 
 func tokenBucket(ctx context.Context, w *world) error {
-	l, err := ratelimit.New(ratelimit.Config{Backend: w.b, Limit: 1, Period: time.Second, Burst: 5})
+	l, err := ratelimit.New(ratelimit.Config{Name: "api", Backend: w.b, Limit: 1, Period: time.Second, Burst: 5})
 	if err != nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func leases(ctx context.Context, w *world) error {
 func smsBudget(ctx context.Context, w *world) error {
 	const budget = 100
 	cfg := func(b *embedded.Backend) ratelimit.Config {
-		return ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: budget, Period: time.Hour}
+		return ratelimit.Config{Name: "sms", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: budget, Period: time.Hour}
 	}
 	send := func(limiters []*ratelimit.Limiter, attempts int) (int, error) {
 		sent := 0

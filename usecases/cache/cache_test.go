@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -18,10 +19,15 @@ func TestNewRejects(t *testing.T) {
 	b, _ := storetest.NewEmbedded(t)
 	load := func(context.Context, string) ([]byte, bool, error) { return nil, false, nil }
 	for i, c := range []cache.Config{
-		{Load: load},
-		{Backend: b},
-		{Backend: b, Load: load, TTL: -1},
-		{Backend: b, Load: load, Jitter: 1.5},
+		{Name: "c", Load: load},
+		{Name: "c", Backend: b},
+		{Backend: b, Load: load},              // no name
+		{Name: "a:b", Backend: b, Load: load}, // a name reaching into the key syntax
+		{Name: "c", Backend: b, Load: load, TTL: -1},
+		{Name: "c", Backend: b, Load: load, Jitter: 1.5},
+		{Name: "c", Backend: b, Load: load, TTL: math.MaxInt64},             // no backend can store it
+		{Name: "c", Backend: b, Load: load, TTL: cache.MaxTTL, Jitter: 0.5}, // over MaxTTL with its jitter
+		{Name: "c", Backend: b, Load: load, NegativeTTL: math.MaxInt64},
 	} {
 		if _, err := cache.New(c); !errors.Is(err, cache.ErrInvalidConfig) {
 			t.Errorf("case %d: got %v, want ErrInvalidConfig", i, err)
@@ -39,6 +45,7 @@ func TestJitter(t *testing.T) {
 		{time.Minute, 0, time.Minute, time.Minute},
 		{0, 0.1, 0, 0},
 		{10, 5, 1, 20},
+		{math.MaxInt64, 0.5, math.MaxInt64 / 2, math.MaxInt64}, // at the type's limit: not 1 ns
 	}
 	for _, c := range cases {
 		for range 100 {
@@ -54,7 +61,7 @@ func TestStoreDownFallsThrough(t *testing.T) {
 	flaky := &storetest.Flaky{Backend: b}
 	flaky.Down.Store(true)
 	var reported int
-	c, _ := cache.New(cache.Config{Backend: flaky, OnError: func(string, error) { reported++ },
+	c, _ := cache.New(cache.Config{Name: "c", Backend: flaky, OnError: func(string, error) { reported++ },
 		Load: func(context.Context, string) ([]byte, bool, error) { return []byte("origin"), true, nil }})
 	v, ok, err := c.Get(context.Background(), "k")
 	if string(v) != "origin" || !ok || err != nil || reported != 1 {

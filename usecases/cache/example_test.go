@@ -18,6 +18,7 @@ func ExampleCache() {
 	b, _ := embedded.New(embedded.Config{Engine: e, Clock: clk})
 	products := map[string]string{"sku-1": "kettle"}
 	c, _ := cache.New(cache.Config{
+		Name:        "products",
 		Backend:     b,
 		TTL:         10 * time.Minute, // ±10% jitter by default
 		NegativeTTL: 30 * time.Second,

@@ -32,8 +32,8 @@ type call struct {
 	dups int
 }
 
-// Do runs fn for key unless a run is in flight, and returns its result;
-// shared reports whether the result was another caller's run.
+// Do runs fn for key unless a run is in flight, and returns its result
+// (DoShared also says whether it was another caller's run).
 func (g *Group) Do(ctx context.Context, key string, fn func(context.Context) (Result, error)) (Result, error) {
 	r, _, err := g.DoShared(ctx, key, fn)
 	return r, err
@@ -68,8 +68,18 @@ func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Contex
 		c.res, c.err = fn(context.WithoutCancel(ctx))
 	}()
 	g.mu.Lock()
-	delete(g.calls, key)
+	if g.calls[key] == c { // not forgotten and replaced meanwhile
+		delete(g.calls, key)
+	}
 	g.mu.Unlock()
 	close(c.done)
 	return c.res, false, c.err
+}
+
+// Forget makes the next Do for key start a new run instead of joining the
+// one in flight (whose callers still get its result).
+func (g *Group) Forget(key string) {
+	g.mu.Lock()
+	delete(g.calls, key)
+	g.mu.Unlock()
 }

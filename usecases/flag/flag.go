@@ -130,10 +130,18 @@ func (w wireState) state() State {
 	return State{Enabled: w.Enabled, Killed: w.Killed, Rollout: w.Rollout, Salt: string(w.Salt)}
 }
 
+// Backend is what a Store needs of a store. store.Backend implementations
+// (embedded, redisstore) satisfy it.
+type Backend interface {
+	Now(ctx context.Context) (time.Time, error)
+	Get(ctx context.Context, key string) (store.Item, bool, error)
+	FlagWrite(ctx context.Context, d *store.FlagWrite) error
+}
+
 // Config configures a Store.
 type Config struct {
 	// Backend holds the flags. Required.
-	Backend store.Backend
+	Backend Backend
 	// Prefix is prepended to every key. "" means "tide:flag:".
 	Prefix string
 	// MaxStaleness bounds how old a cached read may be. 0 means 1 second.
@@ -317,7 +325,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	aud, _ := json.Marshal(audit)
 	k, ak := s.keys(name)
 	d := &store.FlagWrite{Key: k, IfVersion: ifVersion, Value: val, AuditKey: ak, Audit: aud, AuditKeep: s.cfg.AuditKeep}
-	if err := s.cfg.Backend.Decide(ctx, d); err != nil {
+	if err := s.cfg.Backend.FlagWrite(ctx, d); err != nil {
 		return Flag{}, err
 	}
 	if !d.OK {

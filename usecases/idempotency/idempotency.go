@@ -52,8 +52,12 @@
 // # Store failure
 //
 // Do and Claim return the store's error and do not execute: executing
-// without a claim could execute twice. If Complete fails after the side
-// effect, the record stays in progress and the recovery path above applies.
+// without a claim could execute twice. Do and the middleware record the
+// outcome with a context the caller cannot cancel (a client that
+// disconnects after the side effect does not make a retry execute again);
+// if the store still fails, the failure is returned (Do) or reported
+// (HTTPConfig.OnError), the record stays in progress and the recovery path
+// above applies.
 package idempotency
 
 import (
@@ -69,12 +73,18 @@ import (
 	"github.com/tidekv/tide/usecases/store"
 )
 
+// Backend is what a Store needs of a store: its decision. store.Backend
+// implementations (embedded, redisstore) satisfy it.
+type Backend interface {
+	Idempotency(ctx context.Context, d *store.Idempotency) error
+}
+
 // Config configures a Store.
 type Config struct {
 	// Backend holds the records. Required.
-	Backend store.Backend
+	Backend Backend
 	// Retention is how long a record lives from its first claim. 0 means
-	// 24 hours.
+	// 24 hours; at most store.MaxTTL.
 	Retention time.Duration
 	// Lease is how long a claim stays exclusively in progress before
 	// another attempt may recover it. 0 means 30 seconds. It must not
@@ -88,6 +98,12 @@ type Config struct {
 	// returned), or done = false to run the operation again. nil means Do
 	// returns ErrNeedsRecovery (and keeps the claim until its lease lapses).
 	Recover func(ctx context.Context, k Key, prevOwner string) (result []byte, done bool, err error)
+	// FinishTimeout bounds the store call that records an outcome after
+	// the side effect (Do's complete, fail or release, and the
+	// middleware's). That call runs with a context the caller cannot
+	// cancel, so that a caller who gives up after the side effect does not
+	// leave the record in progress. 0 means 10 seconds.
+	FinishTimeout time.Duration
 }
 
 // Key identifies one logical request: the caller's idempotency key within
@@ -157,14 +173,20 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Backend == nil {
 		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
 	}
-	if cfg.Retention < 0 || cfg.Lease < 0 {
-		return nil, fmt.Errorf("%w: Retention = %v, Lease = %v, want ≥ 0", ErrInvalidConfig, cfg.Retention, cfg.Lease)
+	if cfg.Retention < 0 || cfg.Lease < 0 || cfg.FinishTimeout < 0 {
+		return nil, fmt.Errorf("%w: Retention = %v, Lease = %v, FinishTimeout = %v, want ≥ 0", ErrInvalidConfig, cfg.Retention, cfg.Lease, cfg.FinishTimeout)
+	}
+	if cfg.FinishTimeout == 0 {
+		cfg.FinishTimeout = 10 * time.Second
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = 24 * time.Hour
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = 30 * time.Second
+	}
+	if cfg.Retention > store.MaxTTL {
+		return nil, fmt.Errorf("%w: Retention %v exceeds %v", ErrInvalidConfig, cfg.Retention, store.MaxTTL)
 	}
 	if cfg.Lease > cfg.Retention {
 		return nil, fmt.Errorf("%w: Lease %v exceeds Retention %v", ErrInvalidConfig, cfg.Lease, cfg.Retention)
@@ -173,6 +195,12 @@ func New(cfg Config) (*Store, error) {
 		cfg.Prefix = "tide:idem:"
 	}
 	return &Store{cfg: cfg}, nil
+}
+
+// detach returns a context for recording an outcome after the side effect:
+// ctx's values without its cancellation, bounded by FinishTimeout.
+func (s *Store) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FinishTimeout)
 }
 
 // Fingerprint hashes a request's inputs (SHA-256 over length-prefixed
@@ -210,7 +238,7 @@ func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 	owner := newOwner()
 	d := &store.Idempotency{Op: store.IdemClaim, Key: s.StoreKey(k), Fingerprint: fp, Owner: owner,
 		Lease: s.cfg.Lease, Retention: s.cfg.Retention}
-	if err := s.cfg.Backend.Decide(ctx, d); err != nil {
+	if err := s.cfg.Backend.Idempotency(ctx, d); err != nil {
 		return Claim{}, err
 	}
 	switch d.Outcome {
@@ -231,7 +259,7 @@ func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 
 func (s *Store) finish(ctx context.Context, op store.IdemOp, k Key, owner string, result []byte) ([]byte, error) {
 	d := &store.Idempotency{Op: op, Key: s.StoreKey(k), Owner: owner, Result: result}
-	if err := s.cfg.Backend.Decide(ctx, d); err != nil {
+	if err := s.cfg.Backend.Idempotency(ctx, d); err != nil {
 		return nil, err
 	}
 	switch d.Outcome {
@@ -288,6 +316,11 @@ func (s *Store) Release(ctx context.Context, k Key, owner string) error {
 // gets an error wrapping ErrFailed; any other error releases the claim, so
 // a retry executes again. A claim whose owner died is handed to
 // Config.Recover.
+//
+// Once fn has run, its outcome is recorded with a context that ctx's
+// cancellation does not reach (bounded by Config.FinishTimeout): a caller
+// that gives up mid-way cannot leave the record in progress. A failure to
+// record is returned (joined with fn's error, if any).
 func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
 	if fn == nil {
 		return nil, false, fmt.Errorf("%w: nil function", ErrInvalidConfig)
@@ -310,25 +343,29 @@ func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Co
 			return nil, false, err // keep the claim: its lease lapses and recovery is retried
 		}
 		if done {
-			res, err := s.Complete(ctx, k, c.Owner, res)
+			fctx, cancel := s.detach(ctx)
+			defer cancel()
+			res, err := s.Complete(fctx, k, c.Owner, res)
 			return res, false, err
 		}
 	}
 	res, err := fn(ctx)
+	fctx, cancel := s.detach(ctx)
+	defer cancel()
 	var perm permanent
 	if err != nil && !errors.As(err, &perm) {
-		if rerr := s.Release(ctx, k, c.Owner); rerr != nil && !errors.Is(rerr, ErrNotOwner) && !errors.Is(rerr, ErrNotFound) {
+		if rerr := s.Release(fctx, k, c.Owner); rerr != nil && !errors.Is(rerr, ErrNotOwner) && !errors.Is(rerr, ErrNotFound) {
 			return nil, false, errors.Join(err, rerr)
 		}
 		return nil, false, err
 	}
 	if err != nil {
-		if ferr := s.Fail(ctx, k, c.Owner, err); ferr != nil {
-			return nil, false, ferr
+		if ferr := s.Fail(fctx, k, c.Owner, err); ferr != nil {
+			return nil, false, errors.Join(err, ferr)
 		}
 		return nil, false, fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	res, err = s.Complete(ctx, k, c.Owner, res)
+	res, err = s.Complete(fctx, k, c.Owner, res)
 	return res, false, err
 }
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -20,12 +22,59 @@ type HTTPConfig struct {
 	// nil means POST and PATCH must; other methods without the header pass
 	// straight through.
 	Required func(r *http.Request) bool
-	// Scope returns the caller's identity (an account, an API token), so
-	// keys of different callers never collide. nil means one scope for all.
+	// Scope returns the authenticated caller's identity (an account, an
+	// API token), so that keys of different callers never collide: without
+	// it two callers sending the same key and body would receive each
+	// other's stored response. Required; a service that truly has a single
+	// caller says so with a function returning a constant.
 	Scope func(r *http.Request) string
-	// MaxBody bounds the request body read for the fingerprint. 0 means
-	// 1 MiB; larger bodies get 413.
+	// MaxBody bounds the request body read for the fingerprint (the body is
+	// buffered in memory). 0 means 1 MiB; at most MaxBodyLimit; larger
+	// bodies get 413.
 	MaxBody int64
+	// OnError, if set, is told about store failures after the handler ran
+	// (a completion or release that did not reach the store: the record
+	// stays in progress and a retry after the lease is a recovery). nil
+	// means they are logged with slog.Default.
+	OnError func(r *http.Request, err error)
+}
+
+// MaxBodyLimit bounds HTTPConfig.MaxBody.
+const MaxBodyLimit = 1 << 30
+
+// validate fills in defaults and reports a configuration the middleware
+// cannot keep its promises with.
+func (cfg *HTTPConfig) validate() error {
+	switch {
+	case cfg.Store == nil:
+		return fmt.Errorf("%w: HTTPConfig.Store is nil", ErrInvalidConfig)
+	case cfg.Scope == nil:
+		return fmt.Errorf("%w: HTTPConfig.Scope is nil (keys of different callers would collide)", ErrInvalidConfig)
+	case cfg.MaxBody < 0 || cfg.MaxBody > MaxBodyLimit:
+		return fmt.Errorf("%w: HTTPConfig.MaxBody = %d, want 0..%d", ErrInvalidConfig, cfg.MaxBody, MaxBodyLimit)
+	}
+	if cfg.Required == nil {
+		cfg.Required = func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodPatch }
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.OnError == nil {
+		cfg.OnError = func(r *http.Request, err error) {
+			slog.Default().Error("tide: idempotency outcome not recorded", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+	}
+	return nil
+}
+
+// NewMiddleware returns the middleware of Middleware as a function that
+// wraps a handler, or an error wrapping ErrInvalidConfig if cfg has no
+// Store or no Scope, or an out-of-range MaxBody.
+func NewMiddleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler { return middleware(cfg, next) }, nil
 }
 
 // RecoveryHeader is set on the request passed to the handler when it runs
@@ -52,21 +101,25 @@ const ReplayedHeader = "Idempotent-Replayed"
 //     releases the claim, so a retry executes again.
 //
 // The key is scoped to Scope(r) and the method and path. Store errors
-// answer 503 without running next.
+// answer 503 without running next. The outcome is recorded with a context
+// the client cannot cancel (bounded by the Store's FinishTimeout), so a
+// client that disconnects while next runs does not make a retry run it
+// again; a failure to record is reported to OnError.
+//
+// A configuration NewMiddleware rejects (no Store, no Scope, a MaxBody out
+// of range) makes every request answer 500 without running next.
 func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
-	required := cfg.Required
-	if required == nil {
-		required = func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodPatch }
+	if err := cfg.validate(); err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		})
 	}
-	maxBody := cfg.MaxBody
-	if maxBody <= 0 {
-		maxBody = 1 << 20
-	}
+	return middleware(cfg, next)
+}
+
+func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
+	required, maxBody := cfg.Required, cfg.MaxBody
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if cfg.Store == nil {
-			http.Error(w, "idempotency store not configured", http.StatusInternalServerError)
-			return
-		}
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" {
 			if required(r) {
@@ -90,11 +143,7 @@ func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 			body = b
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		scope := ""
-		if cfg.Scope != nil {
-			scope = cfg.Scope(r)
-		}
-		k := Key{Scope: scope, Operation: r.Method + " " + r.URL.Path, Key: key}
+		k := Key{Scope: cfg.Scope(r), Operation: r.Method + " " + r.URL.Path, Key: key}
 		fp := Fingerprint([]byte(r.Method), []byte(r.URL.RequestURI()), body)
 		c, err := cfg.Store.Claim(r.Context(), k, fp)
 		switch {
@@ -136,8 +185,13 @@ func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
+		// Record the outcome even if the client has gone: the side effect
+		// happened, and a retry must replay it rather than run it again.
+		fctx, cancel := cfg.Store.detach(r.Context())
 		if rec.status >= 500 {
-			cfg.Store.Release(r.Context(), k, c.Owner)
+			if err := cfg.Store.Release(fctx, k, c.Owner); err != nil && !errors.Is(err, ErrNotOwner) && !errors.Is(err, ErrNotFound) {
+				cfg.OnError(r, fmt.Errorf("release after status %d: %w", rec.status, err))
+			}
 		} else {
 			resp := storedResponse{Status: rec.status, Body: rec.body.Bytes()}
 			for _, name := range slices.Sorted(maps.Keys(rec.header)) {
@@ -146,10 +200,11 @@ func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 				}
 			}
 			enc, _ := json.Marshal(resp)
-			// If completion fails the record stays in progress and its
-			// lease lapses into recovery; the client still gets the answer.
-			cfg.Store.Complete(r.Context(), k, c.Owner, enc)
+			if _, err := cfg.Store.Complete(fctx, k, c.Owner, enc); err != nil {
+				cfg.OnError(r, fmt.Errorf("complete: %w", err))
+			}
 		}
+		cancel()
 		h := w.Header()
 		for name, vs := range rec.header {
 			h[name] = vs

@@ -20,7 +20,14 @@ func ExampleMiddleware() {
 	b, _ := embedded.New(embedded.Config{Engine: e, Clock: clk})
 	s, _ := idempotency.New(idempotency.Config{Backend: b})
 	orders := 0
-	h := idempotency.Middleware(idempotency.HTTPConfig{Store: s}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Scope is the authenticated caller (here a header your auth layer
+	// sets), so that two callers' keys never collide.
+	mw, err := idempotency.NewMiddleware(idempotency.HTTPConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-Account") }})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		orders++
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, "order %d", orders)
@@ -28,6 +35,7 @@ func ExampleMiddleware() {
 	for _, body := range []string{"2 kettles", "2 kettles", "9 kettles"} {
 		req := httptest.NewRequest("POST", "/orders", strings.NewReader(body))
 		req.Header.Set("Idempotency-Key", "a1b2")
+		req.Header.Set("X-Account", "acct-42")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		fmt.Printf("%d %s replayed=%q\n", rec.Code, strings.TrimSpace(rec.Body.String()), rec.Header().Get(idempotency.ReplayedHeader))

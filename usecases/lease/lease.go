@@ -61,11 +61,17 @@ import (
 	"github.com/tidekv/tide/usecases/store"
 )
 
+// Backend is what a Manager needs of a store: its decision. store.Backend
+// implementations (embedded, redisstore) satisfy it.
+type Backend interface {
+	Lease(ctx context.Context, d *store.Lease) error
+}
+
 // Config configures a Manager.
 type Config struct {
 	// Backend holds the leases. Required.
-	Backend store.Backend
-	// TTL is the lease duration. 0 means 10 seconds.
+	Backend Backend
+	// TTL is the lease duration. 0 means 10 seconds; at most store.MaxTTL.
 	TTL time.Duration
 	// Prefix is prepended to every key. "" means "tide:lease:".
 	Prefix string
@@ -121,8 +127,8 @@ func New(cfg Config) (*Manager, error) {
 	switch {
 	case cfg.Backend == nil:
 		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
-	case cfg.TTL < 0:
-		return nil, fmt.Errorf("%w: TTL = %v, want ≥ 0", ErrInvalidConfig, cfg.TTL)
+	case cfg.TTL < 0 || cfg.TTL > store.MaxTTL:
+		return nil, fmt.Errorf("%w: TTL = %v, want 0..%v", ErrInvalidConfig, cfg.TTL, store.MaxTTL)
 	case cfg.Drift < 0 || cfg.Drift >= 0.5 || cfg.Drift != cfg.Drift:
 		return nil, fmt.Errorf("%w: Drift = %v, want 0 ≤ Drift < 0.5", ErrInvalidConfig, cfg.Drift)
 	case cfg.Margin < 0:
@@ -154,7 +160,7 @@ func (m *Manager) keys(name string) (string, string) {
 func (m *Manager) decide(ctx context.Context, op store.LeaseOp, name, holder string, token uint64, minToken uint64) (*store.Lease, error) {
 	k, fk := m.keys(name)
 	d := &store.Lease{Op: op, Key: k, FenceKey: fk, Holder: holder, Token: token, TTL: m.cfg.TTL, MinToken: minToken}
-	if err := m.cfg.Backend.Decide(ctx, d); err != nil {
+	if err := m.cfg.Backend.Lease(ctx, d); err != nil {
 		return nil, err
 	}
 	return d, nil

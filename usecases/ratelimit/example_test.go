@@ -19,6 +19,7 @@ func Example_smsBudget() {
 	defer e.Close()
 	b, _ := embedded.New(embedded.Config{Engine: e, Clock: clk})
 	sms, _ := ratelimit.New(ratelimit.Config{
+		Name:      "sms",
 		Backend:   b,
 		Algorithm: ratelimit.FixedWindow,
 		Limit:     3,
@@ -46,7 +47,7 @@ func ExampleLimiter_Allow() {
 	defer e.Close()
 	b, _ := embedded.New(embedded.Config{Engine: e, Clock: clk})
 	// 1 request per second on average, bursts of 2.
-	l, _ := ratelimit.New(ratelimit.Config{Backend: b, Limit: 1, Period: time.Second, Burst: 2})
+	l, _ := ratelimit.New(ratelimit.Config{Name: "api", Backend: b, Limit: 1, Period: time.Second, Burst: 2})
 	ctx := context.Background()
 	for range 3 {
 		r, _ := l.Allow(ctx, "user-7")

@@ -17,7 +17,7 @@ func ExampleMiddleware() {
 	e, _ := engine.New(engine.Config{Clock: clk})
 	defer e.Close()
 	b, _ := embedded.New(embedded.Config{Engine: e, Clock: clk})
-	l, _ := ratelimit.New(ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 2, Period: time.Minute})
+	l, _ := ratelimit.New(ratelimit.Config{Name: "api", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 2, Period: time.Minute})
 	byToken := func(r *http.Request) (string, bool) {
 		tok := r.Header.Get("Authorization")
 		return tok, tok != ""

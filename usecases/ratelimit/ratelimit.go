@@ -31,6 +31,15 @@
 // treated as fresh and may admit up to a full burst again. Size the store
 // so that live limiter keys are not evicted, or accept that bound.
 //
+// # Keys
+//
+// Every limiter has a Name, and its store keys carry the name and the
+// algorithm: two limiters on one backend (an API limit and a login limit,
+// both keyed by client IP) never share state, while replicas of one
+// service, configured alike, share one limit. Should a key still hold
+// another algorithm's state (a Prefix shared by hand), Allow reports an
+// error wrapping store.ErrCorrupt, never a wrong answer.
+//
 // # Store failure
 //
 // The caller chooses, explicitly, in Config.OnStoreError: FailClosed (the
@@ -48,11 +57,10 @@ package ratelimit
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"time"
 
+	"github.com/tidekv/tide/usecases/internal/keys"
 	"github.com/tidekv/tide/usecases/store"
 )
 
@@ -95,22 +103,38 @@ const (
 	FailOpen
 )
 
+// Backend is what a Limiter needs of a store: its three decisions and
+// Delete. store.Backend implementations (embedded, redisstore) satisfy it.
+type Backend interface {
+	TokenBucket(ctx context.Context, d *store.TokenBucket) error
+	FixedWindow(ctx context.Context, d *store.FixedWindow) error
+	SlidingWindow(ctx context.Context, d *store.SlidingWindow) error
+	Delete(ctx context.Context, key string) (bool, error)
+}
+
 // Config configures a Limiter. Zero fields mean defaults where one is
 // stated.
 type Config struct {
 	// Backend holds the limiter state. Required.
-	Backend store.Backend
+	Backend Backend
 	// Algorithm is the counting algorithm. The zero value is TokenBucket.
 	Algorithm Algorithm
 	// Limit is the number of events per Period. Required (≥ 1).
 	Limit int64
-	// Period is the span Limit applies to. Required (> 0). For a token
+	// Period is the span Limit applies to. Required (> 0, at most
+	// store.MaxTTL). For a token
 	// bucket, Period/Limit is the time to refill one token and must be at
 	// least 1 ns.
 	Period time.Duration
 	// Burst is the token bucket's capacity. 0 means Limit. Ignored by the
 	// window algorithms.
 	Burst int64
+	// Name names the limit ("api", "login"). Required: 1 to 64 bytes of
+	// letters, digits, '.', '_' and '-'. It and the algorithm are part of
+	// every store key, so that two limiters on one backend never share
+	// state unless they have the same name and algorithm (as replicas of
+	// one service do).
+	Name string
 	// Prefix is prepended to every key. "" means "tide:rl:".
 	Prefix string
 	// OnStoreError chooses the answer when the store fails. The zero value
@@ -155,12 +179,14 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: Algorithm = %d", ErrInvalidConfig, cfg.Algorithm)
 	case cfg.Limit < 1:
 		return nil, fmt.Errorf("%w: Limit = %d, want ≥ 1", ErrInvalidConfig, cfg.Limit)
-	case cfg.Period <= 0:
-		return nil, fmt.Errorf("%w: Period = %v, want > 0", ErrInvalidConfig, cfg.Period)
+	case cfg.Period <= 0 || cfg.Period > store.MaxTTL:
+		return nil, fmt.Errorf("%w: Period = %v, want 0 < Period ≤ %v", ErrInvalidConfig, cfg.Period, store.MaxTTL)
 	case cfg.Burst < 0:
 		return nil, fmt.Errorf("%w: Burst = %d, want ≥ 0", ErrInvalidConfig, cfg.Burst)
 	case cfg.OnStoreError > FailOpen:
 		return nil, fmt.Errorf("%w: OnStoreError = %d", ErrInvalidConfig, cfg.OnStoreError)
+	case !keys.ValidName(cfg.Name):
+		return nil, fmt.Errorf("%w: Name = %q, want 1 to 64 bytes of [A-Za-z0-9._-]", ErrInvalidConfig, cfg.Name)
 	case cfg.Algorithm == SlidingWindow && cfg.Limit > store.MaxSlidingLimit:
 		return nil, fmt.Errorf("%w: Limit = %d, a sliding window allows at most %d", ErrInvalidConfig, cfg.Limit, store.MaxSlidingLimit)
 	}
@@ -176,28 +202,28 @@ func New(cfg Config) (*Limiter, error) {
 		if l.interval <= 0 {
 			return nil, fmt.Errorf("%w: Period/Limit = %v/%d is below 1ns", ErrInvalidConfig, cfg.Period, cfg.Limit)
 		}
-		if cfg.Burst > (1<<63-1)/int64(l.interval) {
-			return nil, fmt.Errorf("%w: Burst × refill interval overflows", ErrInvalidConfig)
+		if cfg.Burst > int64(store.MaxTTL)/int64(l.interval) { // the state's TTL reaches Burst × interval
+			return nil, fmt.Errorf("%w: Burst × refill interval exceeds %v", ErrInvalidConfig, store.MaxTTL)
 		}
 	}
 	return l, nil
 }
 
-// maxRawKey is the longest caller key used verbatim; longer ones are
-// hashed, so that an oversized key (from a header an attacker controls) is
-// limited like any other instead of failing in the store, where a FailOpen
-// limiter would admit it.
-const maxRawKey = 256
+// algTags name the algorithm in store keys.
+var algTags = [...]string{TokenBucket: "tb", FixedWindow: "fw", SlidingWindow: "sw"}
 
-// Key returns the store key the limiter uses for key: the caller's key
-// wrapped in braces (a Redis Cluster hash tag), or its SHA-256 if it is
-// longer than 256 bytes.
+// Key returns the store key the limiter uses for key:
+//
+//	Prefix + Name + ":" + algorithm + ":{k:" + key + "}"        (key ≤ 256 bytes)
+//	Prefix + Name + ":" + algorithm + ":{h:" + hex(SHA-256(key)) + "}"
+//
+// The braces make the caller's part a Redis Cluster hash tag. A key over
+// 256 bytes (from a header an attacker controls) is hashed, so it is
+// limited like any other instead of failing in the store, where a FailOpen
+// limiter would admit it; the "k:" and "h:" marks keep a hashed long key
+// from ever equalling a short one.
 func (l *Limiter) Key(key string) string {
-	if len(key) > maxRawKey {
-		sum := sha256.Sum256([]byte(key))
-		key = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	return l.cfg.Prefix + "{" + key + "}"
+	return l.cfg.Prefix + l.cfg.Name + ":" + algTags[l.cfg.Algorithm] + ":{" + keys.Caller(key) + "}"
 }
 
 // Allow is AllowN(ctx, key, 1).
@@ -224,15 +250,15 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 	switch l.cfg.Algorithm {
 	case TokenBucket:
 		d := &store.TokenBucket{Key: k, Capacity: l.cfg.Burst, Interval: l.interval, Cost: n}
-		err = l.cfg.Backend.Decide(ctx, d)
+		err = l.cfg.Backend.TokenBucket(ctx, d)
 		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
 	case FixedWindow:
 		d := &store.FixedWindow{Key: k, Limit: l.cfg.Limit, Window: l.cfg.Period, Cost: n}
-		err = l.cfg.Backend.Decide(ctx, d)
+		err = l.cfg.Backend.FixedWindow(ctx, d)
 		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
 	case SlidingWindow:
 		d := &store.SlidingWindow{Key: k, Limit: l.cfg.Limit, Window: l.cfg.Period, Cost: n}
-		err = l.cfg.Backend.Decide(ctx, d)
+		err = l.cfg.Backend.SlidingWindow(ctx, d)
 		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
 	}
 	r.Limit = limit

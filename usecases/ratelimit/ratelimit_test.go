@@ -23,13 +23,17 @@ func TestNewRejects(t *testing.T) {
 	b, _ := storetest.NewEmbedded(t)
 	cases := []ratelimit.Config{
 		{},
-		{Backend: b, Period: time.Second},
-		{Backend: b, Limit: 1},
-		{Backend: b, Limit: 1, Period: time.Second, Burst: -1},
-		{Backend: b, Limit: 1, Period: time.Second, Algorithm: 7},
-		{Backend: b, Limit: 1, Period: time.Second, OnStoreError: 9},
-		{Backend: b, Limit: 10, Period: 5},
-		{Backend: b, Limit: store.MaxSlidingLimit + 1, Period: time.Second, Algorithm: ratelimit.SlidingWindow},
+		{Backend: b, Limit: 1, Period: time.Second},              // no name
+		{Backend: b, Limit: 1, Period: time.Second, Name: "a:b"}, // a name reaching into the key syntax
+		{Backend: b, Limit: 1, Period: time.Second, Name: "{x}"}, // a name reaching into the hash tag
+		{Backend: b, Limit: 1, Period: time.Second, Name: string(make([]byte, 65))},
+		{Name: "n", Backend: b, Period: time.Second},
+		{Name: "n", Backend: b, Limit: 1},
+		{Name: "n", Backend: b, Limit: 1, Period: time.Second, Burst: -1},
+		{Name: "n", Backend: b, Limit: 1, Period: time.Second, Algorithm: 7},
+		{Name: "n", Backend: b, Limit: 1, Period: time.Second, OnStoreError: 9},
+		{Name: "n", Backend: b, Limit: 10, Period: 5},
+		{Name: "n", Backend: b, Limit: store.MaxSlidingLimit + 1, Period: time.Second, Algorithm: ratelimit.SlidingWindow},
 	}
 	for i, c := range cases {
 		if _, err := ratelimit.New(c); !errors.Is(err, ratelimit.ErrInvalidConfig) {
@@ -46,7 +50,7 @@ func TestStoreFailure(t *testing.T) {
 		mode ratelimit.FailureMode
 		want bool
 	}{{ratelimit.FailClosed, false}, {ratelimit.FailOpen, true}} {
-		l, err := ratelimit.New(ratelimit.Config{Backend: flaky, Limit: 5, Period: time.Minute, OnStoreError: c.mode})
+		l, err := ratelimit.New(ratelimit.Config{Name: "test", Backend: flaky, Limit: 5, Period: time.Minute, OnStoreError: c.mode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +66,7 @@ func TestStoreFailure(t *testing.T) {
 
 func TestMiddleware(t *testing.T) {
 	b, clk := storetest.NewEmbedded(t)
-	l, _ := ratelimit.New(ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 2, Period: time.Minute})
+	l, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 2, Period: time.Minute})
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
 	h := ratelimit.Middleware(l, func(r *http.Request) (string, bool) {
 		k := r.Header.Get("X-Org")
@@ -105,7 +109,7 @@ func TestMiddleware(t *testing.T) {
 	// Fail closed → 503.
 	flaky := &storetest.Flaky{Backend: b}
 	flaky.Down.Store(true)
-	l2, _ := ratelimit.New(ratelimit.Config{Backend: flaky, Limit: 2, Period: time.Minute})
+	l2, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: flaky, Limit: 2, Period: time.Minute})
 	rec := httptest.NewRecorder()
 	ratelimit.Middleware(l2, func(*http.Request) (string, bool) { return "x", true }, ok).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
@@ -115,7 +119,7 @@ func TestMiddleware(t *testing.T) {
 
 func TestHugeKeyIsLimited(t *testing.T) {
 	b, _ := storetest.NewEmbedded(t)
-	l, _ := ratelimit.New(ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 1, Period: time.Minute, OnStoreError: ratelimit.FailOpen})
+	l, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 1, Period: time.Minute, OnStoreError: ratelimit.FailOpen})
 	huge := strings.Repeat("k", 1<<20)
 	if r, err := l.Allow(context.Background(), huge); !r.Allowed || err != nil {
 		t.Fatalf("first request with a 1 MiB key: got (%v, %v), want allowed", r.Allowed, err)

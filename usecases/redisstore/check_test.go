@@ -59,7 +59,7 @@ func TestOutOfMemory(t *testing.T) {
 	if _, _, err := b.Set(ctx, "k2", []byte("v"), store.SetOptions{}); !errors.Is(err, store.ErrOutOfMemory) {
 		t.Fatalf("Set over maxmemory: got %v, want ErrOutOfMemory", err)
 	}
-	if err := b.Decide(ctx, &store.FixedWindow{Key: "fw", Limit: 1, Window: 1e9, Cost: 1}); !errors.Is(err, store.ErrOutOfMemory) {
+	if err := b.FixedWindow(ctx, &store.FixedWindow{Key: "fw", Limit: 1, Window: 1e9, Cost: 1}); !errors.Is(err, store.ErrOutOfMemory) {
 		t.Fatalf("Decide over maxmemory: got %v, want ErrOutOfMemory", err)
 	}
 	if it, ok, err := b.Get(ctx, "k"); !ok || err != nil || string(it.Value) != "v" {

@@ -48,11 +48,11 @@ func TestCluster(t *testing.T) {
 	t.Run("CrossSlotRefused", func(t *testing.T) {
 		ctx := context.Background()
 		b, _ := redisstore.New(redisstore.Config{Client: client})
-		err := b.Decide(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "lease:a", FenceKey: "fence:a", Holder: "h", TTL: testUnit})
+		err := b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "lease:a", FenceKey: "fence:a", Holder: "h", TTL: testUnit})
 		if !errors.Is(err, store.ErrInvalidArgument) {
 			t.Fatalf("lease keys in two slots: got %v, want ErrInvalidArgument", err)
 		}
-		err = b.Decide(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "lease:{a}", FenceKey: "lease:{a}:fence", Holder: "h", TTL: testUnit})
+		err = b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "lease:{a}", FenceKey: "lease:{a}:fence", Holder: "h", TTL: testUnit})
 		if err != nil {
 			t.Fatalf("lease keys sharing a hash tag: %v", err)
 		}

@@ -11,15 +11,25 @@ import (
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
 
-func (b *Backend) decisionKey(key string) error {
-	return b.checkKey(key)
+// limitReply parses the reply of the three limiter scripts: {allowed,
+// remaining, retry_us, reset_us}.
+func limitReply(v any) (allowed bool, remaining int64, retry, reset time.Duration, err error) {
+	r, err := asSlice(v, 4)
+	if err != nil {
+		return false, 0, 0, 0, err
+	}
+	return asInt(r[0]) == 1, asInt(r[1]), us(r[2]), us(r[3]), nil
 }
 
-func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
+// TokenBucket implements store.Decisions.
+func (b *Backend) TokenBucket(ctx context.Context, d *store.TokenBucket) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
 	if d.Capacity > maxLuaInt/ceilDiv(d.Interval, time.Microsecond) { // Lua numbers are doubles
 		return fmt.Errorf("%w: token bucket capacity %d, interval %v, cost %d", store.ErrInvalidArgument, d.Capacity, d.Interval, d.Cost)
 	}
-	if err := b.decisionKey(d.Key); err != nil {
+	if err := b.checkKey(d.Key); err != nil {
 		return err
 	}
 	k := b.key(d.Key)
@@ -27,19 +37,19 @@ func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
 	if err != nil {
 		return err
 	}
-	r, err := asSlice(v, 4)
-	if err != nil {
-		return err
-	}
-	d.Allowed, d.Remaining, d.RetryAfter, d.Reset = asInt(r[0]) == 1, asInt(r[1]), us(r[2]), us(r[3])
-	return nil
+	d.Allowed, d.Remaining, d.RetryAfter, d.Reset, err = limitReply(v)
+	return err
 }
 
-func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
+// FixedWindow implements store.Decisions.
+func (b *Backend) FixedWindow(ctx context.Context, d *store.FixedWindow) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
 	if d.Limit > maxLuaInt { // Lua numbers are doubles
 		return fmt.Errorf("%w: fixed window limit %d, window %v, cost %d", store.ErrInvalidArgument, d.Limit, d.Window, d.Cost)
 	}
-	if err := b.decisionKey(d.Key); err != nil {
+	if err := b.checkKey(d.Key); err != nil {
 		return err
 	}
 	cost := min(d.Cost, maxLuaInt+1) // above Limit is denied either way
@@ -48,16 +58,16 @@ func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
 	if err != nil {
 		return err
 	}
-	r, err := asSlice(v, 4)
-	if err != nil {
-		return err
-	}
-	d.Allowed, d.Remaining, d.RetryAfter, d.Reset = asInt(r[0]) == 1, asInt(r[1]), us(r[2]), us(r[3])
-	return nil
+	d.Allowed, d.Remaining, d.RetryAfter, d.Reset, err = limitReply(v)
+	return err
 }
 
-func (b *Backend) slidingWindow(ctx context.Context, d *store.SlidingWindow) error {
-	if err := b.decisionKey(d.Key); err != nil {
+// SlidingWindow implements store.Decisions.
+func (b *Backend) SlidingWindow(ctx context.Context, d *store.SlidingWindow) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
+	if err := b.checkKey(d.Key); err != nil {
 		return err
 	}
 	k := b.key(d.Key)
@@ -65,18 +75,18 @@ func (b *Backend) slidingWindow(ctx context.Context, d *store.SlidingWindow) err
 	if err != nil {
 		return err
 	}
-	r, err := asSlice(v, 4)
-	if err != nil {
-		return err
-	}
-	d.Allowed, d.Remaining, d.RetryAfter, d.Reset = asInt(r[0]) == 1, asInt(r[1]), us(r[2]), us(r[3])
-	return nil
+	d.Allowed, d.Remaining, d.RetryAfter, d.Reset, err = limitReply(v)
+	return err
 }
 
 var idemOps = [...]string{store.IdemClaim: "claim", store.IdemComplete: "complete", store.IdemRelease: "release", store.IdemInspect: "inspect"}
 
-func (b *Backend) idempotency(ctx context.Context, d *store.Idempotency) error {
-	if err := b.decisionKey(d.Key); err != nil {
+// Idempotency implements store.Decisions.
+func (b *Backend) Idempotency(ctx context.Context, d *store.Idempotency) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
+	if err := b.checkKey(d.Key); err != nil {
 		return err
 	}
 	d.Outcome, d.StoredResult, d.Holder, d.PrevOwner, d.LeaseLeft, d.TTL = store.IdemAbsent, nil, "", "", 0, 0
@@ -100,14 +110,18 @@ func (b *Backend) idempotency(ctx context.Context, d *store.Idempotency) error {
 
 var leaseOps = [...]string{store.LeaseAcquire: "acquire", store.LeaseRenew: "renew", store.LeaseRelease: "release", store.LeaseInspect: "inspect"}
 
-func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
+// Lease implements store.Decisions.
+func (b *Backend) Lease(ctx context.Context, d *store.Lease) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
 	if d.MinToken >= maxLuaInt { // Lua numbers are doubles
 		return fmt.Errorf("%w: lease op %d with holder %q, ttl %v, min token %d", store.ErrInvalidArgument, d.Op, d.Holder, d.TTL, d.MinToken)
 	}
-	if err := b.decisionKey(d.Key); err != nil {
+	if err := b.checkKey(d.Key); err != nil {
 		return err
 	}
-	if err := b.decisionKey(d.FenceKey); err != nil {
+	if err := b.checkKey(d.FenceKey); err != nil {
 		return err
 	}
 	k, f := b.key(d.Key), b.key(d.FenceKey)
@@ -137,11 +151,15 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 	return nil
 }
 
-func (b *Backend) flagWrite(ctx context.Context, d *store.FlagWrite) error {
-	if err := b.decisionKey(d.Key); err != nil {
+// FlagWrite implements store.Decisions.
+func (b *Backend) FlagWrite(ctx context.Context, d *store.FlagWrite) error {
+	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	if err := b.decisionKey(d.AuditKey); err != nil {
+	if err := b.checkKey(d.Key); err != nil {
+		return err
+	}
+	if err := b.checkKey(d.AuditKey); err != nil {
 		return err
 	}
 	k, a := b.key(d.Key), b.key(d.AuditKey)

@@ -48,7 +48,7 @@ func newAdapters(t *testing.T, srv *redisserver.Server) *adapters {
 	}
 	a := &adapters{b: b, usecaseCtx: context.Background()}
 	rl := func(mode ratelimit.FailureMode) *ratelimit.Limiter {
-		l, err := ratelimit.New(ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 100, Period: time.Hour, OnStoreError: mode})
+		l, err := ratelimit.New(ratelimit.Config{Name: "fault", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 100, Period: time.Hour, OnStoreError: mode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func (a *adapters) failing(t *testing.T, phase string) {
 		}
 	})
 	timed("backend Decide", func() {
-		if err := a.b.Decide(ctx, &store.TokenBucket{Key: "k", Capacity: 1, Interval: time.Second, Cost: 1}); !errors.Is(err, store.ErrUnavailable) {
+		if err := a.b.TokenBucket(ctx, &store.TokenBucket{Key: "k", Capacity: 1, Interval: time.Second, Cost: 1}); !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s: backend Decide: got %v, want ErrUnavailable", phase, err)
 		}
 	})

@@ -97,7 +97,7 @@ func budgetChild(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ratelimit.New(ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: budgetLimit, Period: time.Hour})
+	l, err := ratelimit.New(ratelimit.Config{Name: "sms", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: budgetLimit, Period: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

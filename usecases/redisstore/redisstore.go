@@ -37,16 +37,15 @@
 //   - The keys of one decision must hash to one Cluster slot: the adapters
 //     wrap the scoping part of a key in braces with store.HashTag
 //     ("tide:lease:{orders}", "tide:flag:{%7Dbeta}" for the name "}beta").
-//     On a Cluster client, Decide refuses keys of different slots with
+//     On a Cluster client, a decision refuses keys of different slots with
 //     store.ErrInvalidArgument before sending anything.
-//   - A key that Set or Incr did not write (another Redis type, a
-//     decision's record) is store.ErrCorrupt for Get and Incr, and a key of
+//   - A key that Set did not write (another Redis type, a decision's
+//     record) is store.ErrCorrupt for Get, and a key of
 //     another Redis type for conditional Set and CompareAndDelete; the key
 //     is left as it was.
 //   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
 //     bursts (Capacity × Interval, in microseconds) and fixed window limits
 //     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
-//     Incr is exact over the whole int64 range (HINCRBY).
 //   - A transport failure is store.ErrUnavailable (wrapping go-redis's
 //     error): the operation may or may not have happened.
 //
@@ -389,19 +388,16 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if o.TTL < 0 {
 		return 0, false, fmt.Errorf("%w: %v (must be positive)", store.ErrInvalidTTL, o.TTL)
 	}
-	if o.KeepTTL && o.TTL > 0 && !o.TTLOnCreate {
-		return 0, false, fmt.Errorf("%w: TTL with KeepTTL", store.ErrInvalidOptions)
+	if o.IfAbsent && o.IfVersion != 0 {
+		return 0, false, fmt.Errorf("%w: IfAbsent with IfVersion %d", store.ErrInvalidOptions, o.IfVersion)
 	}
-	if o.Only > store.IfPresent || (o.IfVersion != 0 && o.Only == store.IfAbsent) {
-		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", store.ErrInvalidOptions, o.Only, o.IfVersion)
-	}
-	keep := "0"
-	if o.KeepTTL || o.TTLOnCreate {
-		keep = "1"
+	absent := "0"
+	if o.IfAbsent {
+		absent = "1"
 	}
 	k := b.key(key)
 	v, err := b.run(ctx, setScript, []string{k, b.counter(k)},
-		value, msArg(o.TTL), keep, strconv.Itoa(int(o.Only)), strconv.FormatUint(o.IfVersion, 10))
+		value, msArg(o.TTL), absent, strconv.FormatUint(o.IfVersion, 10))
 	if err != nil || v == nil {
 		return 0, false, err
 	}
@@ -430,68 +426,4 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 	}
 	v, err := b.run(ctx, delScript, []string{b.key(key)}, "0")
 	return asInt(v) == 1, err
-}
-
-// Incr implements store.Backend.
-func (b *Backend) Incr(ctx context.Context, key string, delta int64, o store.IncrOptions) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if err := b.checkKey(key); err != nil {
-		return 0, err
-	}
-	if o.TTL < 0 {
-		return 0, fmt.Errorf("%w: %v (must be positive)", store.ErrInvalidTTL, o.TTL)
-	}
-	k := b.key(key)
-	v, err := b.run(ctx, incrScript, []string{k, b.counter(k)}, strconv.FormatInt(delta, 10), msArg(o.TTL))
-	if err != nil {
-		return 0, err
-	}
-	r, err := asSlice(v, 1)
-	if err != nil {
-		return 0, err
-	}
-	switch asInt(r[0]) {
-	case 1:
-		return 0, store.ErrNotInteger
-	case 2:
-		return 0, store.ErrOverflow
-	}
-	if len(r) < 2 {
-		return 0, fmt.Errorf("redisstore: unexpected incr reply %v", r)
-	}
-	n, err := strconv.ParseInt(asString(r[1]), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("redisstore: incr reply %v: %w", r, err)
-	}
-	return n, nil
-}
-
-// Decide implements store.Backend.
-func (b *Backend) Decide(ctx context.Context, d store.Decision) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d == nil {
-		return fmt.Errorf("%w: nil decision", store.ErrInvalidArgument)
-	}
-	if err := d.Validate(); err != nil {
-		return err
-	}
-	switch d := d.(type) {
-	case *store.TokenBucket:
-		return b.tokenBucket(ctx, d)
-	case *store.FixedWindow:
-		return b.fixedWindow(ctx, d)
-	case *store.SlidingWindow:
-		return b.slidingWindow(ctx, d)
-	case *store.Idempotency:
-		return b.idempotency(ctx, d)
-	case *store.Lease:
-		return b.lease(ctx, d)
-	case *store.FlagWrite:
-		return b.flagWrite(ctx, d)
-	}
-	return fmt.Errorf("%w: %T", store.ErrUnsupported, d)
 }

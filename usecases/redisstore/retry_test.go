@@ -24,7 +24,7 @@ func TestNoDoubleApply(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	b, _ := redisstore.New(redisstore.Config{Client: c})
 	d := &store.FixedWindow{Key: "fw", Limit: 100, Window: time.Hour, Cost: 1}
-	if err := b.Decide(ctx, d); err != nil || !d.Allowed {
+	if err := b.FixedWindow(ctx, d); err != nil || !d.Allowed {
 		t.Fatalf("first admission: got (%v, %v)", d.Allowed, err)
 	}
 	// Open several connections, so that a retry would find a ready one and
@@ -36,7 +36,7 @@ func TestNoDoubleApply(t *testing.T) {
 	}
 	wg.Wait()
 	srv.Pause()
-	err := b.Decide(ctx, d)
+	err := b.FixedWindow(ctx, d)
 	srv.Resume()
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("decision against a hung server: got %v, want ErrUnavailable", err)

@@ -87,26 +87,18 @@ local r = redis.call('HMGET', k, 'v', 'ver')
 return {r[1] or '', r[2] or '0', redis.call('PTTL', k)}
 `)
 
-// setScript: KEYS key, ctr; ARGV value, ttl_ms ('0': none), keep ('1':
-// keep an existing key's deadline), only ('0' always, '1' if absent, '2'
-// if present), ifver ('0': none). → nil (condition failed) | version
+// setScript: KEYS key, ctr; ARGV value, ttl_ms ('0': none), ifabsent
+// ('1': only if the key is absent), ifver ('0': none). The write replaces
+// the key whole, TTL included. → nil (condition failed) | version
 var setScript = script(`
 local k = KEYS[1]
 local found = live(k)
-local only = ARGV[4]
-if (only == '1' and found) or (only == '2' and not found) then return false end
-if ARGV[5] ~= '0' and (not found or redis.call('HGET', k, 'ver') ~= ARGV[5]) then return false end
+if ARGV[3] == '1' and found then return false end
+if ARGV[4] ~= '0' and (not found or redis.call('HGET', k, 'ver') ~= ARGV[4]) then return false end
 local ver = nextver(KEYS[2], now_us())
-if found and ARGV[3] == '1' then
-  local p = redis.call('PTTL', k)
-  redis.call('DEL', k)
-  redis.call('HSET', k, 'v', ARGV[1], 'ver', ver)
-  if p > 0 then redis.call('PEXPIRE', k, p) end
-else
-  if found then redis.call('DEL', k) end
-  redis.call('HSET', k, 'v', ARGV[1], 'ver', ver)
-  if ARGV[2] ~= '0' then redis.call('PEXPIRE', k, ARGV[2]) end
-end
+if found then redis.call('DEL', k) end
+redis.call('HSET', k, 'v', ARGV[1], 'ver', ver)
+if ARGV[2] ~= '0' then redis.call('PEXPIRE', k, ARGV[2]) end
 return ver
 `)
 
@@ -119,26 +111,9 @@ redis.call('DEL', k)
 return 1
 `)
 
-// incrScript: KEYS key, ctr; ARGV delta, ttl_ms ('0': none). HINCRBY
-// parses and overflow-checks the int64 exactly as INCRBY does. → {0,
-// value} | {1} not an integer | {2} overflow | WRONGTYPE error (a key
-// Set or Incr did not write)
-var incrScript = script(`
-local k = KEYS[1]
-local found = live(k)
-if found and not primitive(k) then return foreign() end
-local r = redis.pcall('HINCRBY', k, 'v', ARGV[1])
-if type(r) == 'table' and r.err then
-  if string.find(r.err, 'overflow') then return {2} end
-  return {1}
-end
-redis.call('HSET', k, 'ver', nextver(KEYS[2], now_us()))
-if not found and ARGV[2] ~= '0' then redis.call('PEXPIRE', k, ARGV[2]) end
-return {0, redis.call('HGET', k, 'v')}
-`)
-
 // tokenBucketScript: KEYS key, ctr; ARGV capacity, interval_us, cost. The
-// key's v is the theoretical arrival time (tat) in microseconds. → {-1}
+// key's v is the theoretical arrival time (tat) in microseconds, its kd
+// 'tb' (a key of another kind is corrupt, never read as a bucket). → {-1}
 // corrupt | {allowed, remaining, retry_us, reset_us}
 var tokenBucketScript = script(`
 local k = KEYS[1]
@@ -147,8 +122,9 @@ local now = now_us()
 local burst = capn * iv
 local tat = now
 if live(k) then
-  local t = tonumber(redis.call('HGET', k, 'v'))
-  if not t then return {-1} end
+  local r = redis.call('HMGET', k, 'v', 'kd')
+  local t = tonumber(r[1])
+  if not t or r[2] ~= 'tb' then return {-1} end
   if t > tat then tat = t end
 end
 local nxt = tat + cost * iv
@@ -158,14 +134,15 @@ if nxt - now > burst then
   return {0, rem, nxt - now - burst, tat - now}
 end
 if cost > 0 then
-  redis.call('HSET', k, 'v', fmt(nxt), 'ver', nextver(KEYS[2], now))
+  redis.call('HSET', k, 'v', fmt(nxt), 'kd', 'tb', 'ver', nextver(KEYS[2], now))
   redis.call('PEXPIRE', k, fmt(math.ceil((nxt - now) / 1000)))
 end
 return {1, math.floor((burst - (nxt - now)) / iv), 0, nxt - now}
 `)
 
-// fixedWindowScript: KEYS key, ctr; ARGV limit, window_ms, cost. → {-1}
-// corrupt | {allowed, remaining, retry_us, reset_us}
+// fixedWindowScript: KEYS key, ctr; ARGV limit, window_ms, cost. The key's
+// v is the count, its kd 'fw'. → {-1} corrupt | {allowed, remaining,
+// retry_us, reset_us}
 var fixedWindowScript = script(`
 local k = KEYS[1]
 local limit, wms, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -173,8 +150,9 @@ local found = live(k)
 local n = 0
 local ttl = wms * 1000
 if found then
-  n = tonumber(redis.call('HGET', k, 'v'))
-  if not n then return {-1} end
+  local r = redis.call('HMGET', k, 'v', 'kd')
+  n = tonumber(r[1])
+  if not n or r[2] ~= 'fw' then return {-1} end
   ttl = pttl_us(k)
 end
 if cost > limit - n then
@@ -188,7 +166,7 @@ if cost > 0 then
     redis.call('HINCRBY', k, 'v', ARGV[3])
     redis.call('HSET', k, 'ver', ver)
   else
-    redis.call('HSET', k, 'v', ARGV[3], 'ver', ver)
+    redis.call('HSET', k, 'v', ARGV[3], 'kd', 'fw', 'ver', ver)
     redis.call('PEXPIRE', k, ARGV[2])
   end
 elseif not found then

@@ -60,7 +60,7 @@ func testFailover(t *testing.T, s *redisserver.Sentinel, client *redis.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limiter, err := ratelimit.New(ratelimit.Config{Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 3, Period: time.Hour})
+	limiter, err := ratelimit.New(ratelimit.Config{Name: "sms", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 3, Period: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,15 @@ import (
 type indexEntry struct {
 	Handle   string    `json:"h"`
 	Deadline time.Time `json:"d"`
+	// Added is when the entry was written, just before its record: an
+	// entry without a record younger than pendingGrace may belong to a
+	// Create in flight, so List does not prune it.
+	Added time.Time `json:"a"`
 }
+
+// pendingGrace is how long an index entry without a record is presumed to
+// belong to a Create in flight (its next write is the record).
+const pendingGrace = time.Minute
 
 func (m *Manager) indexKey(userID string) string {
 	return m.cfg.Prefix + "user:" + handle(userID)
@@ -61,7 +69,7 @@ func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]inde
 			enc, _ := json.Marshal(idx)
 			o := store.SetOptions{TTL: last.Sub(now), Pin: m.cfg.Pin}
 			if v == 0 {
-				o.Only = store.IfAbsent
+				o.IfAbsent = true
 			} else {
 				o.IfVersion = v
 			}
@@ -78,7 +86,7 @@ func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]inde
 
 func (m *Manager) indexAdd(ctx context.Context, userID, h string, deadline, now time.Time) error {
 	return m.modifyIndex(ctx, userID, func(idx []indexEntry) []indexEntry {
-		return append(idx, indexEntry{Handle: h, Deadline: deadline})
+		return append(idx, indexEntry{Handle: h, Deadline: deadline, Added: now})
 	})
 }
 

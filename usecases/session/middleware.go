@@ -1,9 +1,12 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"slices"
+	"time"
 )
 
 // HTTPConfig configures Middleware. Zero fields mean defaults.
@@ -21,9 +24,14 @@ type HTTPConfig struct {
 	SameSite http.SameSite
 	// OnError, if set, is told about store errors (the request proceeds
 	// without a session on a failed load; a failed save is not visible to
-	// the client, whose response is already written).
+	// the client, whose response is already written). nil means they are
+	// logged with slog.Default.
 	OnError func(r *http.Request, err error)
 }
+
+// saveTimeout bounds the save after the handler, which runs with a context
+// the client cannot cancel.
+const saveTimeout = 10 * time.Second
 
 type ctxKey struct{}
 
@@ -33,12 +41,39 @@ type state struct {
 	w       http.ResponseWriter
 	r       *http.Request
 	sess    *Session
-	changed bool // Set/Delete values were called through the context helpers
+	changed bool   // Set/Delete values were called through the context helpers
+	snap    []byte // sess's record as loaded, encoded: a difference after the handler is saved
+}
+
+// use makes s the request's session, remembering its record as it is now.
+func (st *state) use(s *Session) {
+	st.sess, st.changed, st.snap = s, false, nil
+	if s != nil {
+		st.snap, _ = st.cfg.Manager.cfg.Codec.Marshal(&s.Record)
+	}
+}
+
+// dirty reports whether the handler changed the session by any means: the
+// context helpers, or FromContext(ctx).Set and direct edits of its Record.
+func (st *state) dirty() bool {
+	if st.sess == nil {
+		return false
+	}
+	if st.changed || st.snap == nil {
+		return true
+	}
+	enc, err := st.cfg.Manager.cfg.Codec.Marshal(&st.sess.Record)
+	return err != nil || !bytes.Equal(enc, st.snap)
 }
 
 // Middleware loads the session named by the request's cookie into the
 // request context (FromContext), runs next, and saves the session if the
-// handler changed it through SetValue/DeleteValue. Login, Logout and
+// handler changed it, by any means: SetValue/DeleteValue, or
+// FromContext(ctx).Set and direct edits of the Session's Record (the
+// record is compared with its encoding as loaded). The save runs with a
+// context the client cannot cancel (a client that disconnects does not
+// lose the session's changes), bounded by ten seconds; a failed save is
+// reported to OnError. Login, Logout and
 // RotateID, called from the handler, set or clear the cookie; they must be
 // called before the handler writes its response. The cookie is HttpOnly,
 // Secure (unless Insecure) and SameSite=Lax by default; it is a session
@@ -65,14 +100,16 @@ func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 			case err != nil:
 				st.report(r, err)
 			case ok:
-				st.sess = s
+				st.use(s)
 			}
 		}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
 		st.r = r
 		next.ServeHTTP(w, r)
-		if st.sess != nil && st.changed {
-			if err := cfg.Manager.Save(r.Context(), st.sess); err != nil {
+		if st.dirty() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), saveTimeout)
+			defer cancel()
+			if err := cfg.Manager.Save(ctx, st.sess); err != nil {
 				st.report(r, err)
 			}
 		}
@@ -82,7 +119,9 @@ func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 func (st *state) report(r *http.Request, err error) {
 	if st.cfg.OnError != nil {
 		st.cfg.OnError(r, err)
+		return
 	}
+	slog.Default().Error("tide: session store error", "method", r.Method, "path", r.URL.Path, "err", err)
 }
 
 func (st *state) setCookie(value string, remove bool) {
@@ -155,7 +194,7 @@ func Login(ctx context.Context, userID, tenant string, auth map[string]string) (
 	if err != nil {
 		return nil, err
 	}
-	st.sess, st.changed = s, false
+	st.use(s)
 	st.setCookie(s.ID, false)
 	return s, nil
 }
@@ -167,15 +206,15 @@ func RotateID(ctx context.Context) error {
 	if st == nil || st.sess == nil {
 		return ErrNotFound
 	}
-	if st.changed {
+	if st.dirty() {
 		if err := st.cfg.Manager.Save(ctx, st.sess); err != nil {
 			return err
 		}
-		st.changed = false
 	}
 	if err := st.cfg.Manager.Rotate(ctx, st.sess); err != nil {
 		return err
 	}
+	st.use(st.sess)
 	st.setCookie(st.sess.ID, false)
 	return nil
 }
@@ -191,7 +230,7 @@ func Logout(ctx context.Context) error {
 			return err
 		}
 	}
-	st.sess, st.changed = nil, false
+	st.use(nil)
 	st.setCookie("", true)
 	return nil
 }

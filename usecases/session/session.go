@@ -135,15 +135,20 @@ type Record struct {
 	Values     map[string][]byte `json:"v,omitempty"`
 }
 
+// Backend is what a Manager needs of a store: the primitives.
+// store.Backend implementations (embedded, redisstore) satisfy it.
+type Backend = store.Primitives
+
 // Config configures a Manager.
 type Config struct {
 	// Backend holds the sessions. Required.
-	Backend store.Backend
+	Backend Backend
 	// IdleTimeout ends a session after this long without activity. 0
 	// means 30 minutes.
 	IdleTimeout time.Duration
 	// AbsoluteTimeout ends a session this long after creation, whatever
-	// its activity. 0 means 24 hours. It must be ≥ IdleTimeout.
+	// its activity. 0 means 24 hours. It must be ≥ IdleTimeout and at most
+	// store.MaxTTL.
 	AbsoluteTimeout time.Duration
 	// TouchInterval is the least time between two activity refreshes of a
 	// session. 0 means IdleTimeout/10.
@@ -224,6 +229,9 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.AbsoluteTimeout == 0 {
 		cfg.AbsoluteTimeout = 24 * time.Hour
 	}
+	if cfg.AbsoluteTimeout > store.MaxTTL {
+		return nil, fmt.Errorf("%w: AbsoluteTimeout %v exceeds %v", ErrInvalidConfig, cfg.AbsoluteTimeout, store.MaxTTL)
+	}
 	if cfg.AbsoluteTimeout < cfg.IdleTimeout {
 		return nil, fmt.Errorf("%w: AbsoluteTimeout %v < IdleTimeout %v", ErrInvalidConfig, cfg.AbsoluteTimeout, cfg.IdleTimeout)
 	}
@@ -241,6 +249,10 @@ func New(cfg Config) (*Manager, error) {
 	}
 	return &Manager{cfg: cfg}, nil
 }
+
+// cleanupTimeout bounds the writes that undo or complete a half-done
+// operation after the caller's context ended.
+const cleanupTimeout = 10 * time.Second
 
 // idBytes is the session ID's entropy: 256 bits.
 const idBytes = 32
@@ -260,6 +272,20 @@ func handle(id string) string {
 }
 
 func (m *Manager) key(h string) string { return m.cfg.Prefix + h }
+
+// validHandle reports whether h has the form of a handle: 64 lowercase hex
+// digits.
+func validHandle(h string) bool {
+	if len(h) != 2*sha256.Size {
+		return false
+	}
+	for i := range len(h) {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 func validID(id string) bool {
 	if len(id) != idLen {
@@ -309,7 +335,7 @@ func (m *Manager) insert(ctx context.Context, s *Session, now time.Time) error {
 		if err := m.indexAdd(ctx, s.UserID, h, s.Deadline, now); err != nil {
 			return err
 		}
-		v, ok, err := m.cfg.Backend.Set(ctx, m.key(h), enc, store.SetOptions{Only: store.IfAbsent, TTL: ttl, Pin: m.cfg.Pin})
+		v, ok, err := m.cfg.Backend.Set(ctx, m.key(h), enc, store.SetOptions{IfAbsent: true, TTL: ttl, Pin: m.cfg.Pin})
 		if err != nil {
 			return err
 		}
@@ -473,15 +499,22 @@ func (m *Manager) Rotate(ctx context.Context, s *Session) error {
 		return err
 	}
 	deleted, err := m.cfg.Backend.CompareAndDelete(ctx, m.key(handle(old)), oldVersion)
+	// The new record exists: undo it, or unindex the old one, even if the
+	// caller has given up meanwhile.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
 	if err != nil || !deleted {
-		m.cfg.Backend.Delete(ctx, m.key(handle(ns.ID)))
-		m.indexRemove(ctx, s.UserID, handle(ns.ID))
-		if err != nil {
-			return err
+		_, derr := m.cfg.Backend.Delete(dctx, m.key(handle(ns.ID)))
+		if derr == nil {
+			derr = m.indexRemove(dctx, s.UserID, handle(ns.ID))
 		}
-		return ErrConflict
+		if err != nil {
+			return errors.Join(err, derr)
+		}
+		return errors.Join(ErrConflict, derr)
 	}
-	m.indexRemove(ctx, s.UserID, handle(old))
+	// An index entry left behind is pruned by List or at its deadline.
+	m.indexRemove(dctx, s.UserID, handle(old))
 	*s = *ns
 	return nil
 }
@@ -502,55 +535,83 @@ func (m *Manager) Destroy(ctx context.Context, id string) (bool, error) {
 	return deleted, nil
 }
 
-// DestroyHandle revokes the session identified by an Info.Handle (for a
-// "sign out that device" page).
+// DestroyHandle revokes userID's session identified by an Info.Handle (for
+// a "sign out that device" page) and reports whether it did. The handle
+// comes from the client, so it is authenticated: it must have the form of a
+// handle and name a live session of userID; anything else (another user's
+// session, the user index, a malformed string) destroys nothing and
+// reports false.
 func (m *Manager) DestroyHandle(ctx context.Context, userID, h string) (bool, error) {
-	deleted, err := m.cfg.Backend.Delete(ctx, m.key(h))
-	if err != nil {
-		return false, err
+	if !validHandle(h) || userID == "" {
+		return false, nil
 	}
-	return deleted, m.indexRemove(ctx, userID, h)
+	for {
+		it, ok, err := m.cfg.Backend.Get(ctx, m.key(h))
+		if err != nil || !ok {
+			return false, err
+		}
+		var r Record
+		if m.cfg.Codec.Unmarshal(it.Value, &r) != nil || r.UserID != userID {
+			return false, nil
+		}
+		deleted, err := m.cfg.Backend.CompareAndDelete(ctx, m.key(h), it.Version)
+		if err != nil {
+			return false, err
+		}
+		if deleted {
+			return true, m.indexRemove(ctx, userID, h)
+		}
+		// Touched or saved meanwhile: check again.
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+	}
 }
 
 // DestroyAll revokes every session of userID and returns how many were
 // live. It reads the user's index, not the keyspace. It revokes every
 // session whose Create returned before DestroyAll began; a Create running
-// concurrently (index entry written, record not yet) may survive it, so
+// concurrently may survive it, but never a later DestroyAll (its index
+// entry, written before its record, is kept until its record is gone), so
 // block the sign-in path first (change the password), then DestroyAll.
 func (m *Manager) DestroyAll(ctx context.Context, userID string) (int, error) {
-	n := 0
-	for {
-		idx, v, err := m.readIndex(ctx, userID)
-		if err != nil {
-			return n, err
-		}
-		for _, e := range idx {
-			d, err := m.cfg.Backend.Delete(ctx, m.key(e.Handle))
-			if err != nil {
-				return n, err
-			}
-			if d {
-				n++
-			}
-		}
-		if v == 0 {
-			return n, nil
-		}
-		// Remove the index only if nobody added a session meanwhile.
-		d, err := m.cfg.Backend.CompareAndDelete(ctx, m.indexKey(userID), v)
-		if err != nil || d {
-			return n, err
-		}
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
+	idx, _, err := m.readIndex(ctx, userID)
+	if err != nil {
+		return 0, err
 	}
+	var gone []string
+	for _, e := range idx {
+		d, err := m.cfg.Backend.Delete(ctx, m.key(e.Handle))
+		if err != nil {
+			if len(gone) > 0 {
+				err = errors.Join(err, m.indexRemove(ctx, userID, gone...))
+			}
+			return len(gone), err
+		}
+		if d {
+			gone = append(gone, e.Handle)
+		}
+		// An entry without a record is either dead or a Create in flight
+		// whose record is about to be written: it stays, so the next
+		// DestroyAll revokes that record. Dead entries leave the index at
+		// their deadline, or through List once they are old enough.
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	return len(gone), m.indexRemove(ctx, userID, gone...)
 }
 
 // List returns userID's live sessions, oldest first, and prunes the index
-// of dead ones.
+// of dead ones: entries whose record is gone and that were added more than
+// pendingGrace ago (a younger one may be a Create in flight, whose record
+// is about to be written).
 func (m *Manager) List(ctx context.Context, userID string) ([]Info, error) {
 	idx, _, err := m.readIndex(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	now, err := m.cfg.Backend.Now(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -562,7 +623,13 @@ func (m *Manager) List(ctx context.Context, userID string) ([]Info, error) {
 			return nil, err
 		}
 		var r Record
-		if !ok || m.cfg.Codec.Unmarshal(it.Value, &r) != nil || r.UserID != userID {
+		if !ok {
+			if now.Sub(e.Added) > pendingGrace {
+				dead = append(dead, e.Handle)
+			}
+			continue
+		}
+		if m.cfg.Codec.Unmarshal(it.Value, &r) != nil || r.UserID != userID {
 			dead = append(dead, e.Handle)
 			continue
 		}

@@ -7,33 +7,17 @@ import (
 	"time"
 )
 
-// Decision is one of the fixed set of atomic decisions Backend.Decide runs.
-// The set is closed (the interface has an unexported method): each decision
-// is one server-side script on a remote backend, so callers cannot add
-// their own. A decision value carries its parameters and, after Decide,
-// its results; reuse one only after resetting its result fields (Decide
-// overwrites them all).
+// The decisions below are run by the methods of Decisions. A decision value
+// carries its parameters and, after the call, its results; reuse one only
+// after resetting its result fields (the call overwrites them all).
 //
 // Times in the semantics below are the store's clock at the moment the
-// decision runs ("now"). Durations are in nanoseconds in Go; a Lua
-// implementation should compute in microseconds (Redis TIME) so that every
-// quantity stays below 2^53, and round TTLs up to whole milliseconds
-// (PEXPIRE). Tests in storetest use millisecond-multiple parameters, so both
-// granularities give identical answers. Because Lua numbers are doubles, a
-// remote backend may reject with ErrInvalidArgument parameters whose
-// arithmetic could pass 2^52 (a token bucket's Capacity × Interval in
-// microseconds, a fixed window's Limit, a lease's MinToken); the embedded
-// backend accepts the whole int64 range.
-type Decision interface {
-	// DecisionName is the decision's stable name ("token_bucket", …), the
-	// name of its script on a remote backend.
-	DecisionName() string
-	// Validate reports parameters that no backend accepts, as an error
-	// wrapping ErrInvalidArgument. Backends call it before running the
-	// decision (a remote one may add limits of its own).
-	Validate() error
-	sealed()
-}
+// decision runs ("now"). Durations are in nanoseconds; a backend may
+// compute with a coarser granularity (Redis: microseconds, TTLs rounded up
+// to whole milliseconds) and may reject, with ErrInvalidArgument,
+// parameters its arithmetic cannot represent exactly (each backend
+// documents its limits). Tests in storetest use millisecond-multiple
+// parameters, so every granularity gives identical answers.
 
 // TokenBucket consumes Cost tokens from a bucket of Capacity tokens that
 // refills one token every Interval. It is computed in GCRA form: the key
@@ -84,8 +68,7 @@ type TokenBucket struct {
 // The expiry is set only by the write that creates the key; later
 // admissions never extend it. Cost 0 peeks: it writes nothing (and reports
 // Reset 0 for an absent key). Remaining is never negative. Limit ≥ 1,
-// Window > 0, 0 ≤ Cost; Cost > Limit is simply denied. The counter is a base-10 integer, so Backend.Get may
-// read it.
+// Window > 0, 0 ≤ Cost; Cost > Limit is simply denied.
 type FixedWindow struct {
 	Key    string
 	Limit  int64
@@ -315,20 +298,6 @@ type FlagWrite struct {
 	Current uint64 // Key's version (0 if absent) when not OK
 }
 
-func (*TokenBucket) DecisionName() string   { return "token_bucket" }
-func (*FixedWindow) DecisionName() string   { return "fixed_window" }
-func (*SlidingWindow) DecisionName() string { return "sliding_window" }
-func (*Idempotency) DecisionName() string   { return "idempotency" }
-func (*Lease) DecisionName() string         { return "lease" }
-func (*FlagWrite) DecisionName() string     { return "flag_write" }
-
-func (*TokenBucket) sealed()   {}
-func (*FixedWindow) sealed()   {}
-func (*SlidingWindow) sealed() {}
-func (*Idempotency) sealed()   {}
-func (*Lease) sealed()         {}
-func (*FlagWrite) sealed()     {}
-
 // AppendLog appends rec to the encoded log and drops the oldest records
 // beyond keep (keep ≤ 0 keeps all). The encoding is a concatenation of
 // records, each a 4-byte big-endian length followed by the bytes (Lua:
@@ -370,7 +339,7 @@ func DecodeLog(log []byte) ([][]byte, error) {
 	return recs, nil
 }
 
-// Validate implements Decision.
+// Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *TokenBucket) Validate() error {
 	if d.Capacity < 1 || d.Interval <= 0 || d.Cost < 0 || d.Cost > d.Capacity || d.Capacity > math.MaxInt64/int64(d.Interval) {
 		return fmt.Errorf("%w: token bucket capacity %d, interval %v, cost %d", ErrInvalidArgument, d.Capacity, d.Interval, d.Cost)
@@ -378,7 +347,7 @@ func (d *TokenBucket) Validate() error {
 	return nil
 }
 
-// Validate implements Decision.
+// Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *FixedWindow) Validate() error {
 	if d.Limit < 1 || d.Window <= 0 || d.Cost < 0 {
 		return fmt.Errorf("%w: fixed window limit %d, window %v, cost %d", ErrInvalidArgument, d.Limit, d.Window, d.Cost)
@@ -386,7 +355,7 @@ func (d *FixedWindow) Validate() error {
 	return nil
 }
 
-// Validate implements Decision.
+// Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *SlidingWindow) Validate() error {
 	if d.Limit < 1 || d.Limit > MaxSlidingLimit || d.Window <= 0 || d.Cost < 0 || d.Cost > d.Limit {
 		return fmt.Errorf("%w: sliding window limit %d, window %v, cost %d", ErrInvalidArgument, d.Limit, d.Window, d.Cost)
@@ -394,7 +363,7 @@ func (d *SlidingWindow) Validate() error {
 	return nil
 }
 
-// Validate implements Decision.
+// Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *Idempotency) Validate() error {
 	switch d.Op {
 	case IdemClaim:
@@ -413,7 +382,7 @@ func (d *Idempotency) Validate() error {
 	return nil
 }
 
-// Validate implements Decision.
+// Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *Lease) Validate() error {
 	switch {
 	case d.Key == "" && d.Op != LeaseInspect, d.Op > LeaseInspect:
@@ -428,7 +397,7 @@ func (d *Lease) Validate() error {
 	return nil
 }
 
-// Validate implements Decision.
+// Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *FlagWrite) Validate() error {
 	if d.Key == d.AuditKey || d.AuditKeep < 0 {
 		return fmt.Errorf("%w: flag write key %q, audit key %q, keep %d", ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)

@@ -7,12 +7,12 @@
 // # The interface
 //
 // Backend is a handful of key-value primitives, each one atomic on one key,
-// plus Decide, which runs one of a small, fixed, closed set of multi-step
-// decisions atomically (token bucket, fixed window, sliding window,
-// idempotency, lease, flag write with audit). A decision is typed data, not
-// a Go closure, so that a remote backend can implement each one as a single
-// server-side script (one Lua script per decision on Redis, run with
-// EVALSHA), making one round trip per decision. The embedded backend
+// plus one method per decision (Decisions): a small, fixed set of
+// multi-step decisions that each run atomically (token bucket, fixed
+// window, sliding window, idempotency, lease, flag write with audit). A
+// decision is typed data, not a Go closure, so that a remote backend can
+// implement each one as a single server-side script, making one round trip
+// per decision. The embedded backend
 // implements the same decisions with engine compare-and-swap retry loops and
 // engine.Commit, never holding an engine lock while running adapter code.
 //
@@ -43,13 +43,13 @@
 // backend treats braces as ordinary bytes. A key written by a
 // decision is owned by that decision kind: only decisions of the same kind
 // and Delete may touch it, and its stored encoding is the backend's own
-// business, except the audit log of FlagWrite whose encoding is fixed (see
+// business; a decision that finds a key written by another kind (or by
+// Set) reports ErrCorrupt and changes nothing, never reads it as its own, except the audit log of FlagWrite whose encoding is fixed (see
 // AppendLog) because adapters read it with Get.
 //
 // # Pinning and eviction
 //
-// SetOptions.Pin and IncrOptions.Pin exempt a key from eviction on the
-// embedded engine. A Redis backend cannot pin keys; it must document that
+// SetOptions.Pin exempts a key from eviction on the embedded engine. A Redis backend cannot pin keys; it must document that
 // it requires maxmemory-policy noeviction, or a volatile-* policy, under
 // which the keys that matter most (fence counters, flags, audit logs) are
 // safe because they have no TTL, while pinned keys with a TTL (leases,
@@ -77,11 +77,18 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
 // NoTTL is the TTL reported for a key that never expires.
 const NoTTL time.Duration = -1
+
+// MaxTTL is the longest TTL adapters ask of a backend, and every backend
+// must accept: 100 years (the engine's deadlines are int64 nanoseconds
+// since 1970 and end in 2262). Adapters refuse, at construction, durations
+// that would need a longer one.
+const MaxTTL = 100 * 365 * 24 * time.Hour
 
 // Item is a value with its metadata, as returned by Backend.Get.
 type Item struct {
@@ -91,62 +98,33 @@ type Item struct {
 	TTL time.Duration
 }
 
-// Condition restricts a write to a key that is absent or present.
-type Condition uint8
-
-const (
-	// Always writes whether or not the key exists.
-	Always Condition = iota
-	// IfAbsent writes only if the key does not exist (SET NX).
-	IfAbsent
-	// IfPresent writes only if the key exists (SET XX).
-	IfPresent
-)
-
 // SetOptions modify Backend.Set. The zero value is a plain write: create or
-// overwrite, clearing any TTL. The combinations are those of the engine's
-// SetOptions:
+// overwrite, clearing any TTL. The adapters use three shapes:
 //
 //   - set with TTL:        {TTL: d}
-//   - set-if-absent:       {Only: IfAbsent, TTL: d}
-//   - compare-and-swap:    {IfVersion: v, KeepTTL: true} (or TTL: d to
-//     replace the deadline)
-//   - TTL on create only:  {TTL: d, TTLOnCreate: true}
+//   - set-if-absent:       {IfAbsent: true, TTL: d}
+//   - compare-and-swap:    {IfVersion: v, TTL: d}
+//
+// A write always sets the key's TTL: to TTL if positive, else none.
 type SetOptions struct {
-	// TTL, if positive, makes the key expire TTL from now (store time).
-	// Negative is ErrInvalidTTL.
+	// TTL, if positive, makes the key expire TTL from now (store time); 0
+	// means no TTL. Negative is ErrInvalidTTL.
 	TTL time.Duration
-	// KeepTTL keeps an existing key's deadline. With TTL it is
-	// ErrInvalidOptions unless TTLOnCreate is set.
-	KeepTTL bool
-	// TTLOnCreate applies TTL only if this write creates the key.
-	TTLOnCreate bool
-	// Only restricts the write to an absent or present key.
-	Only Condition
+	// IfAbsent makes the write happen only if the key does not exist.
+	IfAbsent bool
 	// IfVersion, if non-zero, makes the write a compare-and-swap: it
-	// happens only if the key exists with exactly this version. It cannot
-	// be combined with Only: IfAbsent.
+	// happens only if the key exists with exactly this version. With
+	// IfAbsent it is ErrInvalidOptions.
 	IfVersion uint64
 	// Pin exempts the key from eviction (sticky across later writes).
 	Pin bool
 }
 
-// IncrOptions modify Backend.Incr. They apply only when the increment
-// creates the key; an existing key keeps its deadline and pinning.
-type IncrOptions struct {
-	// TTL, if positive, is the new key's TTL: the fixed window's counter
-	// gets its expiry from the increment that creates it, and from no other.
-	TTL time.Duration
-	// Pin exempts a key created by this increment from eviction.
-	Pin bool
-}
-
-// Backend is the set of store primitives the use-case adapters need. Every
-// method is atomic and linearizable on its key(s) and safe for concurrent
-// use. Methods take a context first because they may reach a remote store;
+// Primitives are the key-value operations of a Backend. Every method is
+// atomic and linearizable on its key(s) and safe for concurrent use. Methods take a context first because they may reach a remote store;
 // a backend honours cancellation where it can (the embedded one checks it
 // on entry only, since it never blocks on I/O).
-type Backend interface {
+type Primitives interface {
 	// Now returns the store's current time. Adapters use it only to stamp
 	// records; expiry decisions are made inside the store.
 	Now(ctx context.Context) (time.Time, error)
@@ -156,9 +134,9 @@ type Backend interface {
 	Get(ctx context.Context, key string) (it Item, ok bool, err error)
 
 	// Set writes value under key as modified by o and returns the new
-	// version. ok is false if o's condition (Only, IfVersion) did not hold;
+	// version. ok is false if o's condition (IfAbsent, IfVersion) did not hold;
 	// then nothing changed. Set-if-absent and compare-and-swap are Set with
-	// Only: IfAbsent and with IfVersion.
+	// IfAbsent and with IfVersion.
 	Set(ctx context.Context, key string, value []byte, o SetOptions) (version uint64, ok bool, err error)
 
 	// CompareAndDelete deletes key if its current version is version, and
@@ -167,19 +145,45 @@ type Backend interface {
 
 	// Delete deletes key and reports whether it existed.
 	Delete(ctx context.Context, key string) (deleted bool, err error)
+}
 
-	// Incr adds delta to the base-10 int64 at key (a missing key counts as
-	// 0) and returns the result. The key keeps its TTL; o applies only if
-	// the increment creates the key. Errors: ErrNotInteger, ErrOverflow
-	// (value unchanged).
-	Incr(ctx context.Context, key string, delta int64, o IncrOptions) (int64, error)
+// Backend is everything the use-case adapters need of a store: the
+// primitives and every decision. Each adapter takes the small part it uses
+// (ratelimit.Backend, cache.Backend, …); a backend implements all of it, so
+// that a missing method is a compile error where the backend is declared
+// (var _ store.Backend = (*B)(nil)).
+type Backend interface {
+	Primitives
+	Decisions
+}
 
-	// Decide runs one decision atomically: it reads d's parameters, applies
-	// the decision at the store's current time, and fills d's result
-	// fields. d must be a pointer to one of the decision types of this
-	// package (*TokenBucket, *FixedWindow, *SlidingWindow, *Idempotency,
-	// *Lease, *FlagWrite). Invalid parameters are ErrInvalidArgument with
-	// nothing changed; a backend that lacks a decision returns
-	// ErrUnsupported.
-	Decide(ctx context.Context, d Decision) error
+// Decisions are the atomic multi-step decisions of the adapters, one
+// method per kind, each running its decision atomically: it reads d's
+// parameters, applies the decision at the store's current time, and fills
+// d's result fields. Invalid parameters are ErrInvalidArgument with nothing
+// changed (a backend starts each method with Begin). Every kind is a method
+// so that a backend missing one does not compile.
+type Decisions interface {
+	TokenBucket(ctx context.Context, d *TokenBucket) error
+	FixedWindow(ctx context.Context, d *FixedWindow) error
+	SlidingWindow(ctx context.Context, d *SlidingWindow) error
+	Idempotency(ctx context.Context, d *Idempotency) error
+	Lease(ctx context.Context, d *Lease) error
+	FlagWrite(ctx context.Context, d *FlagWrite) error
+}
+
+// Begin is the first step of every decision method of a backend: it
+// returns ctx's error if ctx is done, then d's if its parameters are
+// invalid or d is nil (an error wrapping ErrInvalidArgument).
+func Begin[D any, P interface {
+	*D
+	Validate() error
+}](ctx context.Context, d P) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d == nil {
+		return fmt.Errorf("%w: nil %T", ErrInvalidArgument, d)
+	}
+	return d.Validate()
 }

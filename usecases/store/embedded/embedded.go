@@ -1,7 +1,7 @@
 // Package embedded implements store.Backend on tide's in-process engine.
 //
 // Primitives map one-to-one onto engine calls (Get → GetItem, Set →
-// SetWith, Incr → IncrWith, …). Decisions are optimistic: each reads the
+// SetWith, …). Decisions are optimistic: each reads the
 // keys it needs, computes the outcome, and writes it with a version-checked
 // SetWith, CompareAndDelete or (for decisions that touch two keys) a
 // version-checked engine.Commit, retrying from the read if another writer
@@ -9,8 +9,8 @@
 // a failed attempt changes nothing, so a decision is linearizable at the
 // moment its write commits (or, when it writes nothing, at its read).
 //
-// Time comes from the clock given in Config, which must be the engine's
-// own clock (the engine does not expose it).
+// Time comes from the engine's clock (Engine.Clock), or from the clock
+// given in Config, which must then be the same one.
 package embedded
 
 import (
@@ -92,10 +92,15 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	return b.e.SetWith(key, value, engine.SetOptions{
-		TTL: o.TTL, KeepTTL: o.KeepTTL, TTLOnCreate: o.TTLOnCreate,
-		Only: engine.Condition(o.Only), IfVersion: o.IfVersion, Pin: o.Pin,
-	})
+	if o.IfAbsent && o.IfVersion != 0 {
+		return 0, false, fmt.Errorf("%w: IfAbsent with IfVersion %d", store.ErrInvalidOptions, o.IfVersion)
+	}
+	eo := engine.SetOptions{TTL: o.TTL, IfVersion: o.IfVersion, Pin: o.Pin}
+	if o.IfAbsent {
+		eo.Only = engine.IfAbsent
+	}
+	v, ok, err := b.e.SetWith(key, value, eo)
+	return v, ok, fromEngine(err)
 }
 
 // CompareAndDelete implements store.Backend.
@@ -114,49 +119,24 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 	return b.e.Delete(key), nil
 }
 
-// Incr implements store.Backend.
-func (b *Backend) Incr(ctx context.Context, key string, delta int64, o store.IncrOptions) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
+// optimistic runs attempt until the decision is made. An attempt reads
+// what it needs and computes; it finishes (true) without a write, or with a
+// version-checked write it won; it reports a lost race (false, nil), after
+// which the next attempt starts again from the read, yielding now and then,
+// until ctx is done. No engine lock is held between the read and the write.
+func optimistic(ctx context.Context, attempt func() (bool, error)) error {
+	for i := 0; ; i++ {
+		done, err := attempt()
+		if err != nil || done {
+			return err
+		}
+		if i%8 == 7 {
+			runtime.Gosched()
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
-	return b.e.IncrWith(key, delta, engine.IncrOptions{TTL: o.TTL, Pin: o.Pin})
-}
-
-// Decide implements store.Backend.
-func (b *Backend) Decide(ctx context.Context, d store.Decision) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d == nil {
-		return fmt.Errorf("%w: nil decision", store.ErrInvalidArgument)
-	}
-	if err := d.Validate(); err != nil {
-		return err
-	}
-	switch d := d.(type) {
-	case *store.TokenBucket:
-		return b.tokenBucket(ctx, d)
-	case *store.FixedWindow:
-		return b.fixedWindow(ctx, d)
-	case *store.SlidingWindow:
-		return b.slidingWindow(ctx, d)
-	case *store.Idempotency:
-		return b.idempotency(ctx, d)
-	case *store.Lease:
-		return b.lease(ctx, d)
-	case *store.FlagWrite:
-		return b.flagWrite(ctx, d)
-	}
-	return fmt.Errorf("%w: %T", store.ErrUnsupported, d)
-}
-
-// retry is called after a lost race; it yields now and then and gives up
-// only if ctx is done.
-func retry(ctx context.Context, attempt int) error {
-	if attempt%8 == 7 {
-		runtime.Gosched()
-	}
-	return ctx.Err()
 }
 
 // create writes a new key (IfAbsent) or replaces version v with ttl (0

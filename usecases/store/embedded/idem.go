@@ -69,28 +69,26 @@ func decodeIdem(v []byte) (idemRecord, error) {
 
 func (b *Backend) idempotency(ctx context.Context, d *store.Idempotency) error {
 	d.Outcome, d.StoredResult, d.Holder, d.PrevOwner, d.LeaseLeft, d.TTL = store.IdemAbsent, nil, "", "", 0, 0
-	for attempt := 0; ; attempt++ {
+	return optimistic(ctx, func() (bool, error) {
 		now := b.now()
 		it, ok := b.e.GetItem(d.Key)
 		var r idemRecord
 		if ok {
 			var err error
 			if r, err = decodeIdem(it.Value); err != nil {
-				return err
+				return false, err
 			}
 			d.TTL = max(it.TTL, 0)
 		}
 		done, won, err := b.idemStep(d, ok, it, r, now)
 		if err != nil || done {
-			return err
+			return true, err
 		}
 		if won {
-			return nil
+			return true, nil
 		}
-		if err := retry(ctx, attempt); err != nil {
-			return err
-		}
-	}
+		return false, nil // lost a race: read again
+	})
 }
 
 // idemStep applies one attempt. done: the outcome is final without a write;

@@ -24,13 +24,13 @@ func decodeLease(v []byte) (string, uint64, error) {
 }
 
 func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
-	for attempt := 0; ; attempt++ {
+	return optimistic(ctx, func() (bool, error) {
 		d.OK, d.Current, d.Fence = false, store.LeaseInfo{}, 0
 		it, live := b.e.GetItem(d.Key)
 		if live {
 			h, t, err := decodeLease(it.Value)
 			if err != nil {
-				return err
+				return false, err
 			}
 			d.Current = store.LeaseInfo{Holder: h, Token: t, TTL: max(it.TTL, 0)}
 		}
@@ -39,7 +39,7 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 		if fok {
 			f, err := parseInt(fit.Value)
 			if err != nil {
-				return err
+				return false, err
 			}
 			fence = f
 		}
@@ -49,13 +49,13 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 		switch d.Op {
 		case store.LeaseInspect:
 			d.OK = live
-			return nil
+			return true, nil
 		case store.LeaseAcquire:
 			if live {
-				return nil
+				return true, nil
 			}
 			if fence == math.MaxInt64 {
-				return fmt.Errorf("%w: fencing token", store.ErrOverflow)
+				return false, fmt.Errorf("%w: fencing token", store.ErrOverflow)
 			}
 			t := max(uint64(fence)+1, d.MinToken)
 			pre := []engine.Precondition{{Key: d.Key}, {Key: d.FenceKey, Version: fit.Version}}
@@ -69,7 +69,7 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 			}
 		case store.LeaseRenew, store.LeaseRelease:
 			if !live || d.Current.Holder != d.Holder || d.Current.Token != d.Token {
-				return nil
+				return true, nil
 			}
 			if d.Op == store.LeaseRenew {
 				_, won, err = b.e.SetWith(d.Key, it.Value, engine.SetOptions{IfVersion: it.Version, TTL: d.TTL})
@@ -84,13 +84,11 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 			}
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if won {
-			return nil
+			return true, nil
 		}
-		if err := retry(ctx, attempt); err != nil {
-			return err
-		}
-	}
+		return false, nil // lost a race: read again
+	})
 }

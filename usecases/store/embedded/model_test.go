@@ -53,7 +53,7 @@ func TestTokenBucketModel(t *testing.T) {
 			want.Remaining = level / int64(interval)
 			want.Reset = time.Duration(burst - level)
 			d := &store.TokenBucket{Key: "k", Capacity: capacity, Interval: interval, Cost: cost}
-			if err := b.Decide(context.Background(), d); err != nil {
+			if err := b.TokenBucket(context.Background(), d); err != nil {
 				t.Fatal(err)
 			}
 			if d.Allowed != want.Allowed || d.Remaining != want.Remaining || d.RetryAfter != want.RetryAfter || d.Reset != want.Reset {
@@ -103,7 +103,7 @@ func TestWindowModels(t *testing.T) {
 				fw.RetryAfter = fw.Reset
 			}
 			d := &store.FixedWindow{Key: "fw", Limit: limit, Window: window, Cost: cost}
-			if err := b.Decide(context.Background(), d); err != nil {
+			if err := b.FixedWindow(context.Background(), d); err != nil {
 				t.Fatal(err)
 			}
 			if d.Allowed != fw.Allowed || d.Remaining != fw.Remaining || d.RetryAfter != fw.RetryAfter || d.Reset != fw.Reset {
@@ -129,7 +129,7 @@ func TestWindowModels(t *testing.T) {
 				sw.Reset = time.Duration(log[len(log)-1] + int64(window) - now)
 			}
 			s := &store.SlidingWindow{Key: "sw", Limit: limit, Window: window, Cost: cost}
-			if err := b.Decide(context.Background(), s); err != nil {
+			if err := b.SlidingWindow(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
 			if s.Allowed != sw.Allowed || s.Remaining != sw.Remaining || s.RetryAfter != sw.RetryAfter || s.Reset != sw.Reset {
@@ -187,7 +187,7 @@ func TestLeaseModel(t *testing.T) {
 				wantOK = holder != ""
 			}
 			d := &store.Lease{Op: op, Key: "{l}", FenceKey: "{l}:fence", Holder: who, Token: tok, TTL: ttl, MinToken: minTok}
-			if err := b.Decide(context.Background(), d); err != nil {
+			if err := b.Lease(context.Background(), d); err != nil {
 				t.Fatal(err)
 			}
 			if d.OK != wantOK || d.Fence != fence || d.Current.Holder != holder || (holder != "" && (d.Current.Token != token || d.Current.TTL != time.Duration(expiry-now))) {
@@ -264,7 +264,7 @@ func TestIdempotencyModel(t *testing.T) {
 			if op == store.IdemInspect {
 				d.Owner = ""
 			}
-			if err := b.Decide(context.Background(), d); err != nil {
+			if err := b.Idempotency(context.Background(), d); err != nil {
 				t.Fatal(err)
 			}
 			if d.Outcome != want || string(d.StoredResult) != wantRes || d.PrevOwner != wantPrev || d.Holder != wantHolder {

@@ -21,7 +21,7 @@ func RunCache(t *testing.T, newFixture NewFunc) {
 		u := f.unit()
 		var loads atomic.Int64
 		origin := map[string]string{"a": "apple"}
-		c, err := cache.New(cache.Config{Backend: f.Backend, TTL: 100 * u, NegativeTTL: 5 * u, Load: func(_ context.Context, k string) ([]byte, bool, error) {
+		c, err := cache.New(cache.Config{Name: "test", Backend: f.Backend, TTL: 100 * u, NegativeTTL: 5 * u, Load: func(_ context.Context, k string) ([]byte, bool, error) {
 			loads.Add(1)
 			v, ok := origin[k]
 			return []byte(v), ok, nil
@@ -61,14 +61,14 @@ func RunCache(t *testing.T, newFixture NewFunc) {
 	})
 	t.Run("JitteredTTL", func(t *testing.T) {
 		f := newFixture(t)
-		c, _ := cache.New(cache.Config{Backend: f.Backend, TTL: 1000 * f.unit(), Load: func(context.Context, string) ([]byte, bool, error) {
+		c, _ := cache.New(cache.Config{Name: "test", Backend: f.Backend, TTL: 1000 * f.unit(), Load: func(context.Context, string) ([]byte, bool, error) {
 			return []byte("v"), true, nil
 		}})
 		ttls := map[time.Duration]bool{}
 		for i := range 50 {
 			k := string(rune('a' + i))
 			c.Get(ctx, k)
-			it, ok, _ := f.Backend.Get(ctx, "tide:cache:"+k)
+			it, ok, _ := f.Backend.Get(ctx, "tide:cache:test:k:"+k)
 			if !ok {
 				t.Fatal("entry not cached")
 			}
@@ -85,7 +85,7 @@ func RunCache(t *testing.T, newFixture NewFunc) {
 		f := newFixture(t)
 		var loads atomic.Int64
 		release := make(chan struct{})
-		c, _ := cache.New(cache.Config{Backend: f.Backend, Load: func(context.Context, string) ([]byte, bool, error) {
+		c, _ := cache.New(cache.Config{Name: "test", Backend: f.Backend, Load: func(context.Context, string) ([]byte, bool, error) {
 			loads.Add(1)
 			<-release
 			return []byte("hot"), true, nil
@@ -116,7 +116,7 @@ func RunCache(t *testing.T, newFixture NewFunc) {
 		f := newFixture(t)
 		boom := errors.New("origin down")
 		fail := true
-		c, _ := cache.New(cache.Config{Backend: f.Backend, Load: func(context.Context, string) ([]byte, bool, error) {
+		c, _ := cache.New(cache.Config{Name: "test", Backend: f.Backend, Load: func(context.Context, string) ([]byte, bool, error) {
 			if fail {
 				return nil, false, boom
 			}
@@ -130,4 +130,5 @@ func RunCache(t *testing.T, newFixture NewFunc) {
 			t.Fatalf("Get after the origin recovered: got (%q, %v, %v), want ok", v, ok, err)
 		}
 	})
+	runCacheInvalidation(t, newFixture)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,6 +25,7 @@ func Run(t *testing.T, newFixture NewFunc) {
 	t.Run("Idempotency", func(t *testing.T) { runIdempotency(t, newFixture) })
 	t.Run("Lease", func(t *testing.T) { runLease(t, newFixture) })
 	t.Run("FlagWrite", func(t *testing.T) { runFlagWrite(t, newFixture) })
+	t.Run("Kinds", func(t *testing.T) { runKinds(t, newFixture) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newFixture) })
 }
 
@@ -47,10 +47,11 @@ func mustNow(t *testing.T, b store.Backend) time.Time {
 	return now
 }
 
-func decide(t *testing.T, b store.Backend, d store.Decision) {
+// decide runs d with a backend's method for its kind and fails t on error.
+func decide[D any](t *testing.T, run func(context.Context, D) error, d D) {
 	t.Helper()
-	if err := b.Decide(context.Background(), d); err != nil {
-		t.Fatalf("Decide(%s): %v", d.DecisionName(), err)
+	if err := run(context.Background(), d); err != nil {
+		t.Fatalf("%T: %v", d, err)
 	}
 }
 
@@ -101,11 +102,9 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 			present bool
 			wantOK  bool
 		}{
-			{"IfAbsent/absent", store.SetOptions{Only: store.IfAbsent}, false, true},
-			{"IfAbsent/present", store.SetOptions{Only: store.IfAbsent}, true, false},
-			{"IfPresent/absent", store.SetOptions{Only: store.IfPresent}, false, false},
-			{"IfPresent/present", store.SetOptions{Only: store.IfPresent}, true, true},
-			{"IfAbsent+TTL/absent", store.SetOptions{Only: store.IfAbsent, TTL: 5 * u}, false, true},
+			{"IfAbsent/absent", store.SetOptions{IfAbsent: true}, false, true},
+			{"IfAbsent/present", store.SetOptions{IfAbsent: true}, true, false},
+			{"IfAbsent+TTL/absent", store.SetOptions{IfAbsent: true, TTL: 5 * u}, false, true},
 		}
 		for i, c := range cases {
 			key := fmt.Sprintf("cond%d", i)
@@ -135,16 +134,18 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		b := f.Backend
 		u := f.unit()
 		v1 := mustSet(t, b, "k", "a", store.SetOptions{TTL: 10 * u})
-		if _, ok, err := b.Set(ctx, "k", []byte("x"), store.SetOptions{IfVersion: v1 + 1000, KeepTTL: true}); ok || err != nil {
+		if _, ok, err := b.Set(ctx, "k", []byte("x"), store.SetOptions{IfVersion: v1 + 1000, TTL: 10 * u}); ok || err != nil {
 			t.Fatalf("CAS with a wrong version: got (%v, %v), want (false, nil)", ok, err)
 		}
-		v2, ok, err := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1, KeepTTL: true})
+		v2, ok, err := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1})
 		if !ok || err != nil || v2 == v1 {
 			t.Fatalf("CAS with the current version: got (v%d, %v, %v), want (new version, true, nil)", v2, ok, err)
 		}
 		it, _, _ := b.Get(ctx, "k")
-		f.checkDur(t, "TTL kept by CAS", it.TTL, 10*u)
-		if _, ok, _ := b.Set(ctx, "k", []byte("c"), store.SetOptions{IfVersion: v1, KeepTTL: true}); ok {
+		if it.TTL != store.NoTTL {
+			t.Errorf("CAS without a TTL: got TTL %v, want none (a write sets the TTL)", it.TTL)
+		}
+		if _, ok, _ := b.Set(ctx, "k", []byte("c"), store.SetOptions{IfVersion: v1}); ok {
 			t.Fatal("CAS with a stale version succeeded")
 		}
 		if _, ok, _ := b.Set(ctx, "missing", []byte("c"), store.SetOptions{IfVersion: v1}); ok {
@@ -189,41 +190,8 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1}); ok {
 			t.Fatal("CAS on an expired key succeeded")
 		}
-		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{Only: store.IfAbsent}); !ok {
+		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfAbsent: true}); !ok {
 			t.Fatal("set-if-absent on an expired key failed")
-		}
-		// TTLOnCreate: a second write keeps the first deadline.
-		mustSet(t, b, "w", "1", store.SetOptions{TTL: 4 * u, TTLOnCreate: true})
-		f.Advance(u)
-		mustSet(t, b, "w", "2", store.SetOptions{TTL: 4 * u, TTLOnCreate: true})
-		it, _, _ = b.Get(ctx, "w")
-		f.checkDur(t, "TTLOnCreate on an existing key", it.TTL, 3*u)
-	})
-	t.Run("Incr", func(t *testing.T) {
-		f := newFixture(t)
-		b := f.Backend
-		u := f.unit()
-		if n, err := b.Incr(ctx, "c", 5, store.IncrOptions{TTL: 10 * u, Pin: true}); n != 5 || err != nil {
-			t.Fatalf("Incr on a missing key: got (%d, %v), want (5, nil)", n, err)
-		}
-		if n, err := b.Incr(ctx, "c", -7, store.IncrOptions{TTL: 99 * u}); n != -2 || err != nil {
-			t.Fatalf("Incr by -7: got (%d, %v), want (-2, nil)", n, err)
-		}
-		it, _, _ := b.Get(ctx, "c")
-		if string(it.Value) != "-2" {
-			t.Fatalf("counter value: got %q, want \"-2\"", it.Value)
-		}
-		f.checkDur(t, "counter TTL (set only on create)", it.TTL, 10*u)
-		mustSet(t, b, "s", "abc", store.SetOptions{})
-		if _, err := b.Incr(ctx, "s", 1, store.IncrOptions{}); !errors.Is(err, store.ErrNotInteger) {
-			t.Fatalf("Incr on a non-integer: got %v, want ErrNotInteger", err)
-		}
-		mustSet(t, b, "big", strconv.FormatInt(1<<62, 10), store.SetOptions{})
-		if _, err := b.Incr(ctx, "big", 1<<62, store.IncrOptions{}); !errors.Is(err, store.ErrOverflow) {
-			t.Fatalf("overflowing Incr: got %v, want ErrOverflow", err)
-		}
-		if it, _, _ := b.Get(ctx, "big"); string(it.Value) != strconv.FormatInt(1<<62, 10) {
-			t.Fatalf("overflowing Incr changed the value to %q", it.Value)
 		}
 	})
 	t.Run("Errors", func(t *testing.T) {
@@ -232,11 +200,16 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{TTL: -1}); !errors.Is(err, store.ErrInvalidTTL) {
 			t.Errorf("negative TTL: got %v, want ErrInvalidTTL", err)
 		}
-		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{TTL: time.Second, KeepTTL: true}); !errors.Is(err, store.ErrInvalidOptions) {
-			t.Errorf("TTL with KeepTTL: got %v, want ErrInvalidOptions", err)
+		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{IfAbsent: true, IfVersion: 1}); !errors.Is(err, store.ErrInvalidOptions) {
+			t.Errorf("IfAbsent with IfVersion: got %v, want ErrInvalidOptions", err)
 		}
-		if err := b.Decide(ctx, nil); !errors.Is(err, store.ErrInvalidArgument) {
-			t.Errorf("Decide(nil): got %v, want ErrInvalidArgument", err)
+		for name, err := range map[string]error{
+			"TokenBucket": b.TokenBucket(ctx, nil), "FixedWindow": b.FixedWindow(ctx, nil), "SlidingWindow": b.SlidingWindow(ctx, nil),
+			"Idempotency": b.Idempotency(ctx, nil), "Lease": b.Lease(ctx, nil), "FlagWrite": b.FlagWrite(ctx, nil),
+		} {
+			if !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("%s(nil): got %v, want ErrInvalidArgument", name, err)
+			}
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
@@ -277,7 +250,7 @@ func runTokenBucket(t *testing.T, newFixture NewFunc) {
 			f.Advance(s.advance)
 		}
 		d := &store.TokenBucket{Key: "tb", Capacity: 3, Interval: u, Cost: s.cost}
-		decide(t, b, d)
+		decide(t, b.TokenBucket, d)
 		if d.Allowed != s.allowed || d.Remaining != s.remaining {
 			t.Errorf("step %d (cost %d): got allowed %v remaining %d, want %v %d", i, s.cost, d.Allowed, d.Remaining, s.allowed, s.remaining)
 		}
@@ -291,7 +264,7 @@ func runTokenBucket(t *testing.T, newFixture NewFunc) {
 		{Key: "x", Capacity: 1, Interval: u, Cost: -1},
 		{Key: "x", Capacity: 1 << 62, Interval: time.Hour, Cost: 1},
 	} {
-		if err := b.Decide(context.Background(), d); !errors.Is(err, store.ErrInvalidArgument) {
+		if err := b.TokenBucket(context.Background(), d); !errors.Is(err, store.ErrInvalidArgument) {
 			t.Errorf("token bucket %+v: got %v, want ErrInvalidArgument", *d, err)
 		}
 	}
@@ -327,22 +300,14 @@ func runFixedWindow(t *testing.T, newFixture NewFunc) {
 			f.Advance(s.advance)
 		}
 		d := &store.FixedWindow{Key: "fw", Limit: 3, Window: 10 * u, Cost: s.cost}
-		decide(t, b, d)
+		decide(t, b.FixedWindow, d)
 		if d.Allowed != s.allowed || d.Remaining != s.remaining {
 			t.Errorf("step %d (cost %d): got allowed %v remaining %d, want %v %d", i, s.cost, d.Allowed, d.Remaining, s.allowed, s.remaining)
 		}
 		f.checkDur(t, fmt.Sprintf("step %d retry-after", i), d.RetryAfter, s.retry)
 		f.checkDur(t, fmt.Sprintf("step %d reset", i), d.Reset, s.reset)
 	}
-	it, ok, _ := b.Get(context.Background(), "fw")
-	want := "3"
-	if f.Advance != nil {
-		want = "1"
-	}
-	if !ok || string(it.Value) != want {
-		t.Errorf("counter: got (%q, %v), want (%q, true)", it.Value, ok, want)
-	}
-	if err := b.Decide(context.Background(), &store.FixedWindow{Key: "x", Limit: 0, Window: u, Cost: 1}); !errors.Is(err, store.ErrInvalidArgument) {
+	if err := b.FixedWindow(context.Background(), &store.FixedWindow{Key: "x", Limit: 0, Window: u, Cost: 1}); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("limit 0: got %v, want ErrInvalidArgument", err)
 	}
 }
@@ -374,14 +339,14 @@ func runSlidingWindow(t *testing.T, newFixture NewFunc) {
 			f.Advance(s.advance)
 		}
 		d := &store.SlidingWindow{Key: "sw", Limit: 3, Window: 10 * u, Cost: s.cost}
-		decide(t, b, d)
+		decide(t, b.SlidingWindow, d)
 		if d.Allowed != s.allowed || d.Remaining != s.remaining {
 			t.Errorf("step %d (cost %d): got allowed %v remaining %d, want %v %d", i, s.cost, d.Allowed, d.Remaining, s.allowed, s.remaining)
 		}
 		f.checkDur(t, fmt.Sprintf("step %d retry-after", i), d.RetryAfter, s.retry)
 		f.checkDur(t, fmt.Sprintf("step %d reset", i), d.Reset, s.reset)
 	}
-	if err := b.Decide(context.Background(), &store.SlidingWindow{Key: "x", Limit: store.MaxSlidingLimit + 1, Window: u, Cost: 1}); !errors.Is(err, store.ErrInvalidArgument) {
+	if err := b.SlidingWindow(context.Background(), &store.SlidingWindow{Key: "x", Limit: store.MaxSlidingLimit + 1, Window: u, Cost: 1}); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("limit too large: got %v, want ErrInvalidArgument", err)
 	}
 }
@@ -394,7 +359,7 @@ func runIdempotency(t *testing.T, newFixture NewFunc) {
 		if result != "" {
 			d.Result = []byte(result)
 		}
-		decide(t, b, d)
+		decide(t, b.Idempotency, d)
 		return d
 	}
 	t.Run("Lifecycle", func(t *testing.T) {
@@ -487,7 +452,7 @@ func runIdempotency(t *testing.T, newFixture NewFunc) {
 			{Op: store.IdemComplete, Key: "k"},
 			{Op: 99, Key: "k"},
 		} {
-			if err := f.Backend.Decide(ctx, d); !errors.Is(err, store.ErrInvalidArgument) {
+			if err := f.Backend.Idempotency(ctx, d); !errors.Is(err, store.ErrInvalidArgument) {
 				t.Errorf("%+v: got %v, want ErrInvalidArgument", *d, err)
 			}
 		}
@@ -499,7 +464,7 @@ func runLease(t *testing.T, newFixture NewFunc) {
 	lease := func(t *testing.T, b store.Backend, op store.LeaseOp, holder string, token uint64, ttl time.Duration) *store.Lease {
 		t.Helper()
 		d := &store.Lease{Op: op, Key: "lease:{r}", FenceKey: "lease:{r}:fence", Holder: holder, Token: token, TTL: ttl}
-		decide(t, b, d)
+		decide(t, b.Lease, d)
 		return d
 	}
 	t.Run("Lifecycle", func(t *testing.T) {
@@ -540,7 +505,7 @@ func runLease(t *testing.T, newFixture NewFunc) {
 		}
 		lease(t, b, store.LeaseRelease, "B", 2, 0)
 		d := &store.Lease{Op: store.LeaseAcquire, Key: "lease:{r}", FenceKey: "lease:{r}:fence", Holder: "C", TTL: u, MinToken: 100}
-		decide(t, b, d)
+		decide(t, b.Lease, d)
 		if !d.OK || d.Current.Token != 100 {
 			t.Fatalf("acquire with MinToken 100: got %+v, want token 100", *d)
 		}
@@ -573,7 +538,7 @@ func runLease(t *testing.T, newFixture NewFunc) {
 			{Op: store.LeaseAcquire, Key: "k", FenceKey: "k", Holder: "a", TTL: time.Second},
 			{Op: 9, Key: "k", FenceKey: "f"},
 		} {
-			if err := f.Backend.Decide(ctx, d); !errors.Is(err, store.ErrInvalidArgument) {
+			if err := f.Backend.Lease(ctx, d); !errors.Is(err, store.ErrInvalidArgument) {
 				t.Errorf("%+v: got %v, want ErrInvalidArgument", *d, err)
 			}
 		}
@@ -586,7 +551,7 @@ func runFlagWrite(t *testing.T, newFixture NewFunc) {
 	b := f.Backend
 	w := func(ifv uint64, val, audit string, keep int) *store.FlagWrite {
 		d := &store.FlagWrite{Key: "flag:{f}", IfVersion: ifv, Value: []byte(val), AuditKey: "flag:{f}:audit", Audit: []byte(audit), AuditKeep: keep}
-		decide(t, b, d)
+		decide(t, b.FlagWrite, d)
 		return d
 	}
 	d1 := w(0, "on", "a1", 0)
@@ -625,7 +590,7 @@ func runFlagWrite(t *testing.T, newFixture NewFunc) {
 	if got := logOf(); got != "a2,a3" {
 		t.Fatalf("audit log kept to 2: got %q, want \"a2,a3\"", got)
 	}
-	if err := b.Decide(ctx, &store.FlagWrite{Key: "k", AuditKey: "k"}); !errors.Is(err, store.ErrInvalidArgument) {
+	if err := b.FlagWrite(ctx, &store.FlagWrite{Key: "k", AuditKey: "k"}); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Fatalf("flag and audit on one key: got %v, want ErrInvalidArgument", err)
 	}
 }
@@ -655,7 +620,7 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 		workers(n, func(int) {
 			for range 4 {
 				d := &store.TokenBucket{Key: "tb", Capacity: 50, Interval: 1000 * f.unit(), Cost: 1}
-				if err := f.Backend.Decide(ctx, d); err != nil {
+				if err := f.Backend.TokenBucket(ctx, d); err != nil {
 					t.Error(err)
 					return
 				}
@@ -674,7 +639,7 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 		workers(n, func(int) {
 			for range 4 {
 				d := &store.FixedWindow{Key: "fw", Limit: 100, Window: 1000 * f.unit(), Cost: 1}
-				if err := f.Backend.Decide(ctx, d); err != nil {
+				if err := f.Backend.FixedWindow(ctx, d); err != nil {
 					t.Error(err)
 					return
 				}
@@ -693,7 +658,7 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 		workers(n, func(int) {
 			for range 4 {
 				d := &store.SlidingWindow{Key: "sw", Limit: 100, Window: 1000 * f.unit(), Cost: 1}
-				if err := f.Backend.Decide(ctx, d); err != nil {
+				if err := f.Backend.SlidingWindow(ctx, d); err != nil {
 					t.Error(err)
 					return
 				}
@@ -711,7 +676,7 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 		var claimed atomic.Int64
 		workers(n, func(i int) {
 			d := &store.Idempotency{Op: store.IdemClaim, Key: "idem", Fingerprint: []byte("fp"), Owner: fmt.Sprint("o", i), Lease: f.unit() * 100, Retention: f.unit() * 1000}
-			if err := f.Backend.Decide(ctx, d); err != nil {
+			if err := f.Backend.Idempotency(ctx, d); err != nil {
 				t.Error(err)
 				return
 			}
@@ -732,7 +697,7 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 		workers(n, func(i int) {
 			for range 20 {
 				d := &store.Lease{Op: store.LeaseAcquire, Key: "lease:{l}", FenceKey: "lease:{l}:fence", Holder: fmt.Sprint("h", i), TTL: 100 * f.unit()}
-				if err := f.Backend.Decide(ctx, d); err != nil {
+				if err := f.Backend.Lease(ctx, d); err != nil {
 					t.Error(err)
 					return
 				}
@@ -740,14 +705,14 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 					won.Add(1)
 					tokens[i] = d.Current.Token
 					r := &store.Lease{Op: store.LeaseRelease, Key: "lease:{l}", FenceKey: "lease:{l}:fence", Holder: d.Holder, Token: d.Current.Token}
-					if err := f.Backend.Decide(ctx, r); err != nil || !r.OK {
+					if err := f.Backend.Lease(ctx, r); err != nil || !r.OK {
 						t.Errorf("release by the holder: got (%v, %v), want ok", r.OK, err)
 					}
 				}
 			}
 		})
 		d := &store.Lease{Op: store.LeaseInspect, Key: "lease:{l}", FenceKey: "lease:{l}:fence"}
-		decide(t, f.Backend, d)
+		decide(t, f.Backend.Lease, d)
 		if d.Fence != uint64(won.Load()) {
 			t.Fatalf("fence after %d acquisitions: got %d, want one token per acquisition", won.Load(), d.Fence)
 		}
@@ -765,7 +730,7 @@ func runConcurrency(t *testing.T, newFixture NewFunc) {
 					cur = it.Version
 				}
 				d := &store.FlagWrite{Key: "flag:{c}", IfVersion: cur, Value: []byte(fmt.Sprint(i)), AuditKey: "flag:{c}:audit", Audit: []byte(fmt.Sprint(i))}
-				if err := f.Backend.Decide(ctx, d); err != nil {
+				if err := f.Backend.FlagWrite(ctx, d); err != nil {
 					t.Error(err)
 					return
 				}

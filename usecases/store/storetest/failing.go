@@ -67,18 +67,50 @@ func (f *Flaky) Delete(ctx context.Context, key string) (bool, error) {
 	return f.Backend.Delete(ctx, key)
 }
 
-// Incr implements store.Backend.
-func (f *Flaky) Incr(ctx context.Context, key string, delta int64, o store.IncrOptions) (int64, error) {
-	if err := f.fail(); err != nil {
-		return 0, err
-	}
-	return f.Backend.Incr(ctx, key, delta, o)
-}
-
-// Decide implements store.Backend.
-func (f *Flaky) Decide(ctx context.Context, d store.Decision) error {
+// TokenBucket implements store.Decisions.
+func (f *Flaky) TokenBucket(ctx context.Context, d *store.TokenBucket) error {
 	if err := f.fail(); err != nil {
 		return err
 	}
-	return f.Backend.Decide(ctx, d)
+	return f.Backend.TokenBucket(ctx, d)
+}
+
+// FixedWindow implements store.Decisions.
+func (f *Flaky) FixedWindow(ctx context.Context, d *store.FixedWindow) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Backend.FixedWindow(ctx, d)
+}
+
+// SlidingWindow implements store.Decisions.
+func (f *Flaky) SlidingWindow(ctx context.Context, d *store.SlidingWindow) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Backend.SlidingWindow(ctx, d)
+}
+
+// Idempotency implements store.Decisions.
+func (f *Flaky) Idempotency(ctx context.Context, d *store.Idempotency) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Backend.Idempotency(ctx, d)
+}
+
+// Lease implements store.Decisions.
+func (f *Flaky) Lease(ctx context.Context, d *store.Lease) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Backend.Lease(ctx, d)
+}
+
+// FlagWrite implements store.Decisions.
+func (f *Flaky) FlagWrite(ctx context.Context, d *store.FlagWrite) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Backend.FlagWrite(ctx, d)
 }

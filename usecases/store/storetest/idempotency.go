@@ -186,4 +186,5 @@ func RunIdempotency(t *testing.T, newFixture NewFunc) {
 		}
 		t.Logf("%d in-progress answers", inProgress.Load())
 	})
+	runIdempotencyOutcome(t, newFixture)
 }

@@ -58,7 +58,7 @@ func RunRateLimit(t *testing.T, newFixture NewFunc) {
 			f := newFixture(t)
 			needTime(t, f)
 			u := f.unit()
-			l, err := ratelimit.New(ratelimit.Config{Backend: f.Backend, Algorithm: c.alg, Limit: c.limit, Burst: c.burst, Period: 10 * u})
+			l, err := ratelimit.New(ratelimit.Config{Name: "test", Backend: f.Backend, Algorithm: c.alg, Limit: c.limit, Burst: c.burst, Period: 10 * u})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func RunRateLimit(t *testing.T, newFixture NewFunc) {
 	}
 	t.Run("InvalidCost", func(t *testing.T) {
 		f := newFixture(t)
-		l, _ := ratelimit.New(ratelimit.Config{Backend: f.Backend, Limit: 5, Period: time.Minute})
+		l, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: f.Backend, Limit: 5, Period: time.Minute})
 		for _, n := range []int64{-1, 6} {
 			if _, err := l.AllowN(ctx, "k", n); err == nil {
 				t.Errorf("AllowN(%d): got nil error, want ErrInvalidCost", n)
@@ -110,7 +110,7 @@ func RunRateLimit(t *testing.T, newFixture NewFunc) {
 		needTime(t, f)
 		u := f.unit()
 		const burst, perPeriod = 20, 10
-		l, _ := ratelimit.New(ratelimit.Config{Backend: f.Backend, Limit: perPeriod, Burst: burst, Period: 10 * u})
+		l, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: f.Backend, Limit: perPeriod, Burst: burst, Period: 10 * u})
 		var admitted atomic.Int64
 		t0 := mustNow(t, f.Backend)
 		stop := make(chan struct{})
@@ -154,7 +154,7 @@ func RunRateLimit(t *testing.T, newFixture NewFunc) {
 	for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindow} {
 		t.Run("Concurrent"+alg.String(), func(t *testing.T) {
 			f := newFixture(t)
-			l, _ := ratelimit.New(ratelimit.Config{Backend: f.Backend, Algorithm: alg, Limit: 50, Period: 1000 * f.unit()})
+			l, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: f.Backend, Algorithm: alg, Limit: 50, Period: 1000 * f.unit()})
 			var admitted atomic.Int64
 			workers(64, func(int) {
 				for range 5 {
@@ -170,4 +170,5 @@ func RunRateLimit(t *testing.T, newFixture NewFunc) {
 			}
 		})
 	}
+	runRateLimitIsolation(t, newFixture)
 }

@@ -294,6 +294,7 @@ func RunSession(t *testing.T, newFixture NewFunc) {
 		// and correctly report ErrConflict, so none landing is not an error.
 		t.Logf("%d of %d plain Saves landed; the rest reported ErrConflict", len(landed), n)
 	})
+	runSessionRevocation(t, newFixture)
 }
 
 // flipFirst returns id with its first character changed: a well-formed ID

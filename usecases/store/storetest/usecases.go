@@ -12,4 +12,5 @@ func RunUseCases(t *testing.T, newFixture NewFunc) {
 	t.Run("Session", func(t *testing.T) { RunSession(t, newFixture) })
 	t.Run("Flag", func(t *testing.T) { RunFlag(t, newFixture) })
 	t.Run("Cache", func(t *testing.T) { RunCache(t, newFixture) })
+	t.Run("ConfigLimits", func(t *testing.T) { RunConfigLimits(t, newFixture) })
 }

@@ -104,6 +104,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // closed (an SMS not sent is cheaper than one over budget).
 func limiter(b store.Backend, budget int64, run string) (*ratelimit.Limiter, error) {
 	return ratelimit.New(ratelimit.Config{
+		Name:         "sms",
 		Backend:      b,
 		Algorithm:    ratelimit.FixedWindow,
 		Limit:        budget,

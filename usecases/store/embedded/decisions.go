@@ -1,0 +1,59 @@
+package embedded
+
+import (
+	"context"
+
+	"github.com/tidekv/tide/usecases/store"
+)
+
+// The decisions, one method per kind (store.Decisions). Each validates its
+// parameters, runs the kind's optimistic loop (ratelimit.go, idem.go,
+// lease.go, flag.go) and reports engine errors as the store's sentinels.
+
+// TokenBucket implements store.Decisions.
+func (b *Backend) TokenBucket(ctx context.Context, d *store.TokenBucket) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
+	return fromEngine(b.tokenBucket(ctx, d))
+}
+
+// FixedWindow implements store.Decisions.
+func (b *Backend) FixedWindow(ctx context.Context, d *store.FixedWindow) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
+	return fromEngine(b.fixedWindow(ctx, d))
+}
+
+// SlidingWindow implements store.Decisions.
+func (b *Backend) SlidingWindow(ctx context.Context, d *store.SlidingWindow) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
+	return fromEngine(b.slidingWindow(ctx, d))
+}
+
+// Idempotency implements store.Decisions.
+func (b *Backend) Idempotency(ctx context.Context, d *store.Idempotency) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
+	return fromEngine(b.idempotency(ctx, d))
+}
+
+// Lease implements store.Decisions.
+func (b *Backend) Lease(ctx context.Context, d *store.Lease) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
+	return fromEngine(b.lease(ctx, d))
+}
+
+// FlagWrite implements store.Decisions.
+func (b *Backend) FlagWrite(ctx context.Context, d *store.FlagWrite) error {
+	if err := store.Begin(ctx, d); err != nil {
+		return err
+	}
+	return fromEngine(b.flagWrite(ctx, d))
+}
