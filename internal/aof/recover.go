@@ -1,0 +1,144 @@
+package aof
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Recovery reports what Open found and did.
+type Recovery struct {
+	// Records is the number of records delivered to the callback (a batch
+	// counts once; the base's entries count one each).
+	Records int
+	// Files is the number of files replayed (base and incremental logs).
+	Files int
+	// TornBytes is the size of the torn tail cut from the last incremental
+	// log: the remains of writes a crash interrupted, never acknowledged
+	// with SyncAlways.
+	TornBytes int64
+	// Corruption is the corruption Config.TruncateCorrupt cut the log at,
+	// or nil. DiscardedBytes counts the bytes it discarded: the rest of
+	// that file and any later incremental log.
+	Corruption     *CorruptError
+	DiscardedBytes int64
+	// Due counts OpSet and OpMeta records (batch ops included) whose
+	// deadline had passed at the recovery's now: each was delivered as an
+	// OpRemove with CauseExpired instead, so no due entry is restored.
+	Due int
+	// MaxVersion is the highest version in any record and version
+	// high-water mark: the engine starts every shard's counter here, so
+	// no version is reused whatever the shard count.
+	MaxVersion uint64
+	// Versions is the last per-shard high-water mark recorded, or nil.
+	Versions []uint64
+}
+
+// replayer delivers records to the caller's callback, turning records
+// already due at now into removals and tracking the report.
+type replayer struct {
+	now   int64
+	apply func(*Record) error
+	rep   *Recovery
+	batch []Record
+}
+
+func (rp *replayer) deliver(r *Record) error {
+	rp.rep.Records++
+	switch r.Op {
+	case OpVersions:
+		rp.rep.Versions = append(rp.rep.Versions[:0], r.Versions...)
+		for _, v := range r.Versions {
+			rp.rep.MaxVersion = max(rp.rep.MaxVersion, v)
+		}
+	case OpBatch:
+		rp.batch = append(rp.batch[:0], r.Batch...)
+		for i := range rp.batch {
+			rp.due(&rp.batch[i])
+		}
+		out := *r
+		out.Batch = rp.batch
+		return rp.apply(&out)
+	default:
+		var out Record = *r
+		rp.due(&out)
+		return rp.apply(&out)
+	}
+	return rp.apply(r)
+}
+
+// due notes r's version and turns a record that leaves its key due into a
+// removal.
+func (rp *replayer) due(r *Record) {
+	rp.rep.MaxVersion = max(rp.rep.MaxVersion, r.Version)
+	if r.Due(rp.now) {
+		rp.rep.Due++
+		*r = Record{Op: OpRemove, Key: r.Key, Version: r.Version, Cause: CauseExpired}
+	}
+}
+
+// replayBase reads the base snapshot. Any damage is an error: the base was
+// complete and synced before the manifest named it.
+func (rp *replayer) replayBase(fsys FS, name string) error {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return fmt.Errorf("tide: log base: %w", err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return fmt.Errorf("tide: log base: %w", err)
+	}
+	_, err = readSnapshot(io.NewSectionReader(f, 0, size), name, size, rp.deliver)
+	return err
+}
+
+// replayIncr reads an incremental log. It returns the offset after its
+// last valid frame, and the invalid frame's error, if any, with whether it
+// is a torn tail (nothing valid after it).
+func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptError, torn bool, err error) {
+	size, err := f.Size()
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("tide: log %s: %w", name, err)
+	}
+	var h [fileHeader]byte
+	n, err := f.ReadAt(h[:min(size, fileHeader)], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, nil, false, fmt.Errorf("tide: log %s: %w", name, err)
+	}
+	if herr := checkFileHeader(h[:n], logMagic, name); herr != nil {
+		var ce *CorruptError
+		errors.As(herr, &ce)
+		return 0, ce, false, nil
+	}
+	fr := newFrameReader(io.NewSectionReader(f, fileHeader, size-fileHeader), fileHeader)
+	var rec Record
+	for {
+		off := fr.off
+		p, ferr := fr.next(size - off)
+		if ferr == nil {
+			if derr := decodePayload(p, &rec); derr != nil {
+				ferr = &frameError{off, derr.Error(), false}
+			} else if rec.Op == opEnd {
+				ferr = &frameError{off, "end marker in a log", false}
+			}
+		}
+		var fe *frameError
+		switch {
+		case ferr == nil:
+			if err := rp.deliver(&rec); err != nil {
+				return off, nil, false, err
+			}
+			continue
+		case errors.Is(ferr, errFrameEOF):
+			return off, nil, false, nil
+		case !errors.As(ferr, &fe):
+			return off, nil, false, fmt.Errorf("tide: log %s: %w", name, ferr)
+		}
+		rest := make([]byte, size-off)
+		if _, err := f.ReadAt(rest, off); err != nil && !errors.Is(err, io.EOF) {
+			return off, nil, false, fmt.Errorf("tide: log %s: %w", name, err)
+		}
+		return off, &CorruptError{File: name, Offset: off, Reason: fe.reason, Truncated: fe.partial}, isTornTail(rest), nil
+	}
+}
