@@ -113,6 +113,7 @@ type Log struct {
 	incrSize int64 // guarded by fileMu: the incremental logs' before f
 
 	rewriteMu sync.Mutex  // held by Rewrite for its whole run; Close waits for it
+	seq       uint64      // guarded by rewriteMu: the last file number used
 	closing   atomic.Bool // Close has started: a running Rewrite stops
 
 	closeOnce sync.Once

@@ -105,8 +105,11 @@ func parseManifest(data []byte) (manifest, error) {
 		switch {
 		case !ok:
 		case kind == "base" && m.base == 0 && len(m.incrs) == 0:
+			// The base of a rewrite is numbered after the incremental log
+			// it switched to: only incremental logs are in order.
 			seq = parseSeq(name, "base-", ".snap")
 			m.base = seq
+			prev = 0
 		case kind == "incr":
 			seq = parseSeq(name, "incr-", ".log")
 			m.incrs = append(m.incrs, seq)
@@ -114,7 +117,9 @@ func parseManifest(data []byte) (manifest, error) {
 		if seq == 0 || seq <= prev {
 			return bad(off, "bad line %q", line)
 		}
-		prev = seq
+		if kind == "incr" {
+			prev = seq
+		}
 		off += len(line) + 1
 	}
 	if len(m.incrs) == 0 {

@@ -8,8 +8,9 @@ import (
 
 // Open opens (or creates) the log in cfg's directory and replays it: the
 // base, then each incremental log in order, calling apply with every
-// record. now is the wall-clock time in Unix nanoseconds: records that
-// leave a key due at now are delivered as removals (Recovery.Due). apply
+// record as written. now is the wall-clock time in Unix nanoseconds: after
+// the last record, an OpRemove with CauseExpired is delivered for every key
+// the replay left with a deadline ≤ now (Recovery.Due). apply
 // runs on the calling goroutine; its first error stops Open, which returns
 // it. A torn tail of the last incremental log is cut off (TornBytes); any
 // other invalid frame is a *CorruptError unless cfg.TruncateCorrupt.
@@ -56,6 +57,12 @@ func Open(cfg Config, now int64, apply func(*Record) error) (*Log, Recovery, err
 			return nil, rep, err
 		}
 	}
+	// The manifest read may be one whose rename a crashed process never
+	// made durable: make it so before anything depends on it.
+	if err := fsys.SyncDir(); err != nil {
+		return nil, rep, fmt.Errorf("tide: log: %w", err)
+	}
+	l.seq = man.maxSeq()
 	rp := &replayer{now: now, apply: apply, rep: &rep}
 	if man.base != 0 {
 		if err := rp.replayBase(fsys, baseName(man.base)); err != nil {
@@ -75,12 +82,28 @@ func Open(cfg Config, now int64, apply func(*Record) error) (*Log, Recovery, err
 		end, bad, torn, err := rp.replayIncr(f, name)
 		rep.Files++
 		last := i == len(man.incrs)-1
-		if err == nil && bad != nil && !(torn && last) && !cfg.TruncateCorrupt {
+		// A torn tail is at the end of the log if the later logs hold no
+		// record: a rewrite whose switch failed after its manifest rename
+		// may have left one naming a new log that appends never reached.
+		tail := torn && (last || headersOnly(fsys, man.incrs[i+1:]))
+		if err == nil && bad != nil && !tail && !cfg.TruncateCorrupt {
 			err = bad
 		}
 		if err != nil {
 			f.Close()
 			return nil, rep, err
+		}
+		if tail && !last {
+			size, err := f.Size()
+			if err == nil {
+				err = cutAt(f, end)
+			}
+			f.Close()
+			if err != nil {
+				return nil, rep, fmt.Errorf("tide: log %s: cut at %d: %w", name, end, err)
+			}
+			rep.TornBytes += size - end
+			continue
 		}
 		if bad == nil && !last {
 			size, err := f.Size()
@@ -91,17 +114,22 @@ func Open(cfg Config, now int64, apply func(*Record) error) (*Log, Recovery, err
 			l.incrSize += size
 			continue
 		}
+		// Sync what was replayed: a process crash leaves written records
+		// in the page cache, and what this recovery serves must not be
+		// lost by a later power failure.
 		size, err := f.Size()
 		if err == nil && bad != nil {
 			err = cutAt(f, end)
+		} else if err == nil {
+			err = f.Sync()
 		}
 		if err != nil {
 			f.Close()
 			return nil, rep, fmt.Errorf("tide: log %s: cut at %d: %w", name, end, err)
 		}
 		if bad != nil {
-			if torn && last {
-				rep.TornBytes = size - end
+			if tail {
+				rep.TornBytes += size - end
 			} else {
 				rep.Corruption = bad
 				rep.DiscardedBytes = size - end
@@ -118,6 +146,10 @@ func Open(cfg Config, now int64, apply func(*Record) error) (*Log, Recovery, err
 		}
 		l.f, l.size = f, max(end, fileHeader)
 		break
+	}
+	if err := rp.expireDue(); err != nil {
+		l.f.Close()
+		return nil, rep, err
 	}
 	l.man = man
 	removeDebris(fsys, man)
@@ -198,6 +230,17 @@ func cutAt(f File, end int64) error {
 		return err
 	}
 	return f.Sync()
+}
+
+// headersOnly reports whether every incremental log in seqs holds at most
+// its header.
+func headersOnly(fsys FS, seqs []uint64) bool {
+	for _, s := range seqs {
+		if n, err := fileSize(fsys, incrName(s)); err != nil || n > fileHeader {
+			return false
+		}
+	}
+	return true
 }
 
 func fileSize(fsys FS, name string) (int64, error) {

@@ -22,9 +22,11 @@ type Recovery struct {
 	// that file and any later incremental log.
 	Corruption     *CorruptError
 	DiscardedBytes int64
-	// Due counts OpSet and OpMeta records (batch ops included) whose
-	// deadline had passed at the recovery's now: each was delivered as an
-	// OpRemove with CauseExpired instead, so no due entry is restored.
+	// Due counts the entries whose deadline had passed at the recovery's
+	// now: keys whose last record left them with a deadline ≤ now. After
+	// the last record Open delivers an OpRemove with CauseExpired for each
+	// (records are delivered as written, so a later TTL change can still
+	// revive a key an earlier record left due).
 	Due int
 	// MaxVersion is the highest version in any record and version
 	// high-water mark: the engine starts every shard's counter here, so
@@ -34,13 +36,13 @@ type Recovery struct {
 	Versions []uint64
 }
 
-// replayer delivers records to the caller's callback, turning records
-// already due at now into removals and tracking the report.
+// replayer delivers records to the caller's callback as written, tracks
+// the keys they leave due at now, and keeps the report.
 type replayer struct {
 	now   int64
 	apply func(*Record) error
 	rep   *Recovery
-	batch []Record
+	due   map[string]uint64 // key → version (0 if unknown) of keys left due
 }
 
 func (rp *replayer) deliver(r *Record) error {
@@ -52,29 +54,43 @@ func (rp *replayer) deliver(r *Record) error {
 			rp.rep.MaxVersion = max(rp.rep.MaxVersion, v)
 		}
 	case OpBatch:
-		rp.batch = append(rp.batch[:0], r.Batch...)
-		for i := range rp.batch {
-			rp.due(&rp.batch[i])
+		for i := range r.Batch {
+			rp.track(&r.Batch[i])
 		}
-		out := *r
-		out.Batch = rp.batch
-		return rp.apply(&out)
 	default:
-		var out Record = *r
-		rp.due(&out)
-		return rp.apply(&out)
+		rp.track(r)
 	}
 	return rp.apply(r)
 }
 
-// due notes r's version and turns a record that leaves its key due into a
-// removal.
-func (rp *replayer) due(r *Record) {
+// track notes r's version and whether it leaves its key due.
+func (rp *replayer) track(r *Record) {
 	rp.rep.MaxVersion = max(rp.rep.MaxVersion, r.Version)
-	if r.Due(rp.now) {
-		rp.rep.Due++
-		*r = Record{Op: OpRemove, Key: r.Key, Version: r.Version, Cause: CauseExpired}
+	switch {
+	case r.Due(rp.now):
+		v := r.Version
+		if r.Op == OpMeta {
+			v = rp.due[r.Key] // a meta keeps the key's version
+		}
+		if rp.due == nil {
+			rp.due = map[string]uint64{}
+		}
+		rp.due[r.Key] = v
+	case rp.due != nil:
+		delete(rp.due, r.Key)
 	}
+}
+
+// expireDue delivers a removal for every key the replay left due.
+func (rp *replayer) expireDue() error {
+	rp.rep.Due = len(rp.due)
+	for k, v := range rp.due {
+		if err := rp.apply(&Record{Op: OpRemove, Key: k, Version: v, Cause: CauseExpired}); err != nil {
+			return err
+		}
+	}
+	rp.due = nil
+	return nil
 }
 
 // replayBase reads the base snapshot. Any damage is an error: the base was

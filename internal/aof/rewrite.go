@@ -55,9 +55,10 @@ func (l *Log) Rewrite(src Source) (RewriteStats, error) {
 	}
 
 	// 1. Switch.
-	l.fileMu.RLock()
-	seq := l.man.maxSeq() + 1
-	l.fileMu.RUnlock()
+	// File numbers are never reused: a failed step may have left a
+	// manifest on disk that names a file this process no longer uses.
+	l.seq++
+	seq := l.seq
 	if err := createIncr(l.fsys, seq); err != nil {
 		return st, err
 	}
@@ -71,7 +72,8 @@ func (l *Log) Rewrite(src Source) (RewriteStats, error) {
 	}
 
 	// 2. Base.
-	base := seq + 1
+	l.seq++
+	base := l.seq
 	st.Records, st.BaseBytes, err = l.writeBase(base, src)
 	if err != nil {
 		l.fsys.Remove(baseTmpName(base))
