@@ -162,16 +162,16 @@ func TestCorruptionDiscardsLaterLogs(t *testing.T) {
 		l.Append(set(fmt.Sprint("a", i), "v", uint64(i+1)))
 	}
 	// A rewrite whose base fails leaves the manifest naming two logs.
-	fsys.Hook = func(op faultfs.Op, name string) *faultfs.Fault {
+	fsys.SetHook(func(op faultfs.Op, name string) *faultfs.Fault {
 		if op == faultfs.OpRename && name == "base-0000000003.tmp" {
 			return &faultfs.Fault{Err: syscall.EIO}
 		}
 		return nil
-	}
+	})
 	if _, err := l.Rewrite(stateSource{st: state{}}); err == nil {
 		t.Fatal("Rewrite with a failing rename = nil")
 	}
-	fsys.Hook = nil
+	fsys.SetHook(nil)
 	l.Append(set("b", "v", 10))
 	l.Close()
 	if got := manifestFiles(t, fsys); len(got) != 2 {

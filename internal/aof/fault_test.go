@@ -25,18 +25,21 @@ func TestAppendFault(t *testing.T) {
 	}{
 		{"short write with EIO", aof.SyncAlways, hookOnce(faultfs.OpWrite, &faultfs.Fault{Err: syscall.EIO, Partial: 5}), syscall.EIO, true, false},
 		{"short write without error", aof.SyncAlways, hookOnce(faultfs.OpWrite, &faultfs.Fault{Partial: 11}), nil, true, false},
-		{"ENOSPC", aof.SyncAlways, func(fs *faultfs.FS) { fs.Capacity = used(fs) + 10 }, syscall.ENOSPC, true, false},
-		{"ENOSPC everysec", aof.SyncEverySecond, func(fs *faultfs.FS) { fs.Capacity = used(fs) + 3 }, syscall.ENOSPC, true, false},
+		{"ENOSPC", aof.SyncAlways, func(fs *faultfs.FS) { fs.SetCapacity(used(fs) + 10) }, syscall.ENOSPC, true, false},
+		{"ENOSPC everysec", aof.SyncEverySecond, func(fs *faultfs.FS) { fs.SetCapacity(used(fs) + 3) }, syscall.ENOSPC, true, false},
 		{"fsync error", aof.SyncAlways, hookOnce(faultfs.OpSync, &faultfs.Fault{Err: syscall.EIO}), aof.ErrFailed, false, true},
 		{"write and truncate fail", aof.SyncAlways, func(fs *faultfs.FS) {
-			hookOnce(faultfs.OpWrite, &faultfs.Fault{Err: syscall.EIO, Partial: 9})(fs)
-			next := fs.Hook
-			fs.Hook = func(op faultfs.Op, name string) *faultfs.Fault {
-				if op == faultfs.OpTruncate {
+			wrote := false
+			fs.SetHook(func(op faultfs.Op, name string) *faultfs.Fault {
+				switch {
+				case op == faultfs.OpWrite && !wrote:
+					wrote = true
+					return &faultfs.Fault{Err: syscall.EIO, Partial: 9}
+				case op == faultfs.OpTruncate:
 					return &faultfs.Fault{Err: syscall.EIO}
 				}
-				return next(op, name)
-			}
+				return nil
+			})
 		}, aof.ErrFailed, false, true},
 	}
 	for _, tt := range tests {
@@ -63,7 +66,7 @@ func TestAppendFault(t *testing.T) {
 			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
 				t.Errorf("Append = %v, want errors.Is %v", err, tt.wantIs)
 			}
-			fsys.Capacity = 0
+			fsys.SetCapacity(0)
 			after := set("after", "y", 11)
 			err = l.Append(after)
 			if tt.usable {
@@ -101,13 +104,13 @@ func TestAppendFault(t *testing.T) {
 func hookOnce(op faultfs.Op, f *faultfs.Fault) func(*faultfs.FS) {
 	return func(fs *faultfs.FS) {
 		fired := false
-		fs.Hook = func(o faultfs.Op, name string) *faultfs.Fault {
+		fs.SetHook(func(o faultfs.Op, name string) *faultfs.Fault {
 			if o != op || fired {
 				return nil
 			}
 			fired = true
 			return f
-		}
+		})
 	}
 }
 

@@ -107,7 +107,8 @@ type Log struct {
 	f      File
 	size   int64 // end of the last complete record in f
 	man    manifest
-	dirty  atomic.Bool // written since the last fsync
+	dirty  atomic.Bool // written since the last fsync; cleared under syncMu or fileMu held exclusively
+	syncMu sync.Mutex  // serializes syncActive; taken before fileMu
 
 	baseSize int64 // guarded by fileMu: the base's size
 	incrSize int64 // guarded by fileMu: the incremental logs' before f
@@ -174,6 +175,21 @@ func (l *Log) Append(r *Record) error {
 	}
 	l.mu.Unlock()
 	return b.err
+}
+
+// AppendSync is Append followed by Sync: the record (and every record
+// before it) is durable when it returns nil, whatever the policy. The
+// engine uses it for the rare records that must never be lost, such as a
+// version reservation (an OpVersions record written before the counters
+// pass it, so that even SyncNo never reuses a version after a crash).
+func (l *Log) AppendSync(r *Record) error {
+	if err := l.Append(r); err != nil {
+		return err
+	}
+	if l.policy == SyncAlways {
+		return nil
+	}
+	return l.Sync()
 }
 
 func (l *Log) unusableLocked() error {
@@ -244,10 +260,14 @@ func (l *Log) Sync() error {
 // syncActive fsyncs the active file if it was written since the last
 // fsync. A failure fails the log.
 func (l *Log) syncActive() error {
+	// Serialize fsyncs, so that a caller finding nothing dirty knows the
+	// fsync that cleared the flag has finished (and how).
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.fileMu.RLock()
 	defer l.fileMu.RUnlock()
 	if !l.dirty.Swap(false) {
-		return nil
+		return l.Err()
 	}
 	if err := l.f.Sync(); err != nil {
 		return l.fail(fmt.Errorf("fsync: %w", err))

@@ -9,3 +9,5 @@ func (m *runtimeMem) read() {
 	runtime.ReadMemStats(&ms)
 	m.total = ms.TotalAlloc
 }
+
+func runtimeGosched() { runtime.Gosched() }

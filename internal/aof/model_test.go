@@ -134,7 +134,7 @@ func TestCrashModel(t *testing.T) {
 				fsys = fsys.Crash(rapid.Uint64().Draw(t, "seed"))
 			} else {
 				fsys.CrashAfter(-1)
-				fsys.Hook = nil
+				fsys.SetHook(nil)
 			}
 			got := state{}
 			var rep aof.Recovery
@@ -214,17 +214,18 @@ func TestCrashModel(t *testing.T) {
 				if fault.Err == nil && op != faultfs.OpWrite {
 					fault.Err = syscall.EIO
 				}
-				fsys.Hook = func(o faultfs.Op, name string) *faultfs.Fault {
-					if o != op {
+				fired := false
+				fsys.SetHook(func(o faultfs.Op, name string) *faultfs.Fault {
+					if o != op || fired {
 						return nil
 					}
 					if skip > 0 {
 						skip--
 						return nil
 					}
-					fsys.Hook = nil
+					fired = true
 					return fault
-				}
+				})
 			}
 		}
 		restart(true)

@@ -10,8 +10,8 @@
 //   - Directory operations (create, rename, remove) survive up to the last
 //     SyncDir, then as a random prefix of those made since, in order.
 //
-// Faults: Hook fails any operation, optionally after a partial write;
-// Capacity makes writes past it short with ENOSPC; CrashAfter kills the
+// Faults: SetHook fails any operation, optionally after a partial write;
+// SetCapacity makes writes past it short with ENOSPC; CrashAfter kills the
 // file system after a number of mutating operations, after which every
 // operation fails with ErrCrashed until Crash returns the file system a
 // restarted process would see.
@@ -101,12 +101,8 @@ type FS struct {
 	durable map[string]*inode
 	pending []dirOp
 
-	// Hook, if set, is called before each operation (under the FS's lock:
-	// it must not call the FS); a non-nil Fault fails it.
-	Hook func(op Op, name string) *Fault
-	// Capacity, if positive, bounds the total bytes of live files: a write
-	// past it writes what fits and fails with syscall.ENOSPC.
-	Capacity int64
+	hook     func(op Op, name string) *Fault
+	capacity int64
 
 	crashAfter int // mutating operations left before the crash; < 0: none
 	crashed    bool
@@ -116,6 +112,23 @@ type FS struct {
 // New returns an empty file system.
 func New() *FS {
 	return &FS{names: map[string]*inode{}, durable: map[string]*inode{}, crashAfter: -1}
+}
+
+// SetHook sets a function called before each operation (under the FS's
+// lock: it must not call the FS); a non-nil Fault fails the operation. nil
+// removes the hook.
+func (f *FS) SetHook(hook func(op Op, name string) *Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hook = hook
+}
+
+// SetCapacity bounds the total bytes of live files: a write past it
+// writes what fits and fails with syscall.ENOSPC. 0 means no bound.
+func (f *FS) SetCapacity(n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.capacity = n
 }
 
 // CrashAfter makes the file system crash after n more mutating operations
@@ -218,8 +231,8 @@ func (f *FS) enterLocked(op Op, name string) *Fault {
 		}
 		f.ops++
 	}
-	if f.Hook != nil {
-		return f.Hook(op, name)
+	if f.hook != nil {
+		return f.hook(op, name)
 	}
 	return nil
 }
@@ -429,7 +442,7 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 			ferr = io.ErrShortWrite
 		}
 	}
-	if c := h.fs.Capacity; c > 0 {
+	if c := h.fs.capacity; c > 0 {
 		if grow := off + int64(len(p)) - int64(len(h.ino.data)); grow > 0 {
 			if room := c - h.fs.usedLocked(); grow > room {
 				p = p[:max(0, int64(len(p))-(grow-max(room, 0)))]
