@@ -47,7 +47,11 @@ func (e *CorruptError) Error() string {
 	if e.File != "" {
 		where = e.File
 	}
-	return fmt.Sprintf("tide: log corrupt: %s at offset %d: %s", where, e.Offset, e.Reason)
+	msg := fmt.Sprintf("tide: log corrupt: %s at offset %d: %s", where, e.Offset, e.Reason)
+	if e.Truncated {
+		msg += " (truncated)"
+	}
+	return msg
 }
 
 // Is reports whether target is ErrCorrupt (or ErrTruncated for a truncated

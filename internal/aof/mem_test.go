@@ -1,6 +1,10 @@
 package aof_test
 
-import "runtime"
+import (
+	"bytes"
+	"io"
+	"runtime"
+)
 
 type runtimeMem struct{ total uint64 }
 
@@ -11,3 +15,5 @@ func (m *runtimeMem) read() {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
