@@ -50,9 +50,11 @@ type OS struct {
 	dir string
 }
 
-// NewOS returns the FS of dir, creating it (and its parents) if needed.
+// NewOS returns the FS of dir, creating it (and its parents) if needed,
+// readable by the owner only, as are the files it creates: the log holds
+// whatever the engine holds (sessions, payment records).
 func NewOS(dir string) (*OS, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	return &OS{dir: dir}, nil
@@ -62,7 +64,7 @@ func (o *OS) path(name string) string { return filepath.Join(o.dir, name) }
 
 // Create implements FS.
 func (o *OS) Create(name string) (File, error) {
-	f, err := os.OpenFile(o.path(name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(o.path(name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -292,3 +292,31 @@ func (b blockingSource) Records(emit func(*aof.Record) error) error {
 	<-b.release
 	return b.stateSource.Records(emit)
 }
+
+// TestSizeTracksRewrite: Size reports the incremental logs growing and a
+// rewrite moving the data into the base.
+func TestSizeTracksRewrite(t *testing.T) {
+	l, _, err := aof.Open(aof.Config{FS: faultfs.New()}, 0, state{}.apply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	st := state{}
+	for i := range 100 {
+		r := set("k", fmt.Sprint(i), uint64(i+1)) // one live key, 100 records
+		l.Append(r)
+		st.apply(r)
+	}
+	base, incr := l.Size()
+	if base != 0 || incr < 100*30 {
+		t.Fatalf("Size before rewrite = %d, %d; want no base and ≥ 3000 bytes of log", base, incr)
+	}
+	rs, err := l.Rewrite(stateSource{st: st, versions: []uint64{100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, incr = l.Size()
+	if rs.Records != 1 || base != rs.BaseBytes || base > 200 || incr != 16 {
+		t.Errorf("after rewrite: stats %+v, Size = %d, %d; want one entry, a small base, an empty log", rs, base, incr)
+	}
+}
