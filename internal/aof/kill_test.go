@@ -51,8 +51,7 @@ func TestKillDuringAppends(t *testing.T) {
 					if !ok {
 						continue
 					}
-					ver, _ := strconv.ParseUint(v, 10, 64)
-					acked.apply(set(k, v, ver))
+					ack(acked, k, v)
 					if lines++; lines == 100+round*70 {
 						cmd.Process.Signal(syscall.SIGKILL)
 						break
@@ -62,8 +61,7 @@ func TestKillDuringAppends(t *testing.T) {
 				// before the kill: read them too.
 				for sc.Scan() {
 					if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-						ver, _ := strconv.ParseUint(v, 10, 64)
-						acked.apply(set(k, v, ver))
+						ack(acked, k, v)
 					}
 				}
 				cmd.Wait()
@@ -84,14 +82,35 @@ func TestKillDuringAppends(t *testing.T) {
 	}
 }
 
+// ack records an acknowledged version: the highest per key (versions
+// increase in append order; lines may arrive out of that order).
+func ack(acked state, k, v string) {
+	ver, _ := strconv.ParseUint(v, 10, 64)
+	if ver > acked[k].Version {
+		acked.apply(set(k, v, ver))
+	}
+}
+
 // killChild appends from several goroutines until killed, printing each
-// acknowledged record, and rewrites now and then.
+// acknowledged record, and rewrites now and then. Keys live in shards, each
+// under its own mutex held across the append and the change of its map, as
+// the engine's shard locks: appends to different shards run concurrently
+// and share writes and fsyncs.
 func killChild() {
 	p, _ := strconv.Atoi(os.Getenv("AOF_POLICY"))
 	round, _ := strconv.Atoi(os.Getenv("AOF_ROUND"))
-	live := state{}
-	var mu sync.Mutex // guards live and orders appends per key, as a shard lock
-	l, _, err := aof.Open(aof.Config{Dir: os.Getenv("AOF_DIR"), Sync: aof.SyncPolicy(p)}, 0, live.apply)
+	var shards [4]struct {
+		mu      sync.Mutex
+		st      state
+		counter uint64 // versions increase in append order per shard
+	}
+	for i := range shards {
+		shards[i].st = state{}
+	}
+	shardOf := func(k string) int { n, _ := strconv.Atoi(k[1:]); return n % len(shards) }
+	l, _, err := aof.Open(aof.Config{Dir: os.Getenv("AOF_DIR"), Sync: aof.SyncPolicy(p)}, 0, func(r *aof.Record) error {
+		return shards[shardOf(r.Key)].st.apply(r)
+	})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(2)
@@ -101,14 +120,17 @@ func killChild() {
 	for g := range 4 {
 		go func() {
 			for i := 0; ; i++ {
-				k := fmt.Sprintf("k%d", (i*4+g)%97)
-				mu.Lock()
-				ver := uint64(round+1)<<32 | uint64(i*4+g+1)
-				err := l.Append(set(k, strconv.FormatUint(ver, 10), ver))
+				k := fmt.Sprintf("k%d", (i*7+g)%97) // goroutines share keys
+				sh := &shards[shardOf(k)]
+				sh.mu.Lock()
+				sh.counter++
+				ver := uint64(round+1)<<32 | sh.counter
+				r := set(k, strconv.FormatUint(ver, 10), ver)
+				err := l.Append(r)
 				if err == nil {
-					live.apply(set(k, strconv.FormatUint(ver, 10), ver))
+					sh.st.apply(r)
 				}
-				mu.Unlock()
+				sh.mu.Unlock()
 				if err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(2)
@@ -120,31 +142,33 @@ func killChild() {
 			}
 		}()
 	}
+	// Rewrite now and then; not too often, as a base written from memory
+	// would cover up appends the log lost.
 	for {
-		time.Sleep(time.Millisecond)
-		l.Rewrite(lockedState{&mu, live})
+		time.Sleep(30 * time.Millisecond)
+		// The source reads the shards when the rewrite asks, after its
+		// switch: a copy taken before would miss appends made between the
+		// copy and the switch.
+		l.Rewrite(funcSource(func(emit func(*aof.Record) error) error {
+			for i := range shards {
+				shards[i].mu.Lock()
+				recs := make([]aof.Record, 0, len(shards[i].st))
+				for _, r := range shards[i].st {
+					recs = append(recs, r)
+				}
+				shards[i].mu.Unlock()
+				for j := range recs {
+					if err := emit(&recs[j]); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}))
 	}
 }
 
-// lockedState is a Source over a state guarded by a mutex.
-type lockedState struct {
-	mu *sync.Mutex
-	st state
-}
+type funcSource func(emit func(*aof.Record) error) error
 
-func (s lockedState) Versions() []uint64 { return nil }
-
-func (s lockedState) Records(emit func(*aof.Record) error) error {
-	s.mu.Lock()
-	recs := make([]aof.Record, 0, len(s.st))
-	for _, r := range s.st {
-		recs = append(recs, r)
-	}
-	s.mu.Unlock()
-	for i := range recs {
-		if err := emit(&recs[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (funcSource) Versions() []uint64                           { return nil }
+func (f funcSource) Records(emit func(*aof.Record) error) error { return f(emit) }

@@ -16,8 +16,11 @@ type Source interface {
 	// incremental log, so that it covers every version used before.
 	Versions() []uint64
 	// Records calls emit with an OpSet record for each live entry and
-	// returns emit's first error. It may iterate shard by shard and hold
-	// no lock while emit runs; emit does not retain the record.
+	// returns emit's first error. It must read the entries when called
+	// (in a rewrite: after the switch), never from a copy taken earlier,
+	// which would miss the appends made between the copy and the switch.
+	// It may iterate shard by shard and hold no lock while emit runs; emit
+	// does not retain the record.
 	Records(emit func(*Record) error) error
 }
 
