@@ -105,7 +105,7 @@ type Log struct {
 	// exclusively.
 	fileMu sync.RWMutex
 	f      File
-	size   int64 // end of the last complete record in f
+	size   atomic.Int64 // end of the last complete record in f; written by the flush leader or under fileMu held exclusively
 	man    manifest
 	dirty  atomic.Bool // written since the last fsync; cleared under syncMu or fileMu held exclusively
 	syncMu sync.Mutex  // serializes syncActive; taken before fileMu
@@ -221,7 +221,8 @@ func (l *Log) flush(b *batch) {
 	if b.err != nil {
 		return
 	}
-	n, err := l.f.WriteAt(b.buf, l.size)
+	end := l.size.Load()
+	n, err := l.f.WriteAt(b.buf, end)
 	if err == nil && n < len(b.buf) {
 		err = errShortWrite
 	}
@@ -229,14 +230,14 @@ func (l *Log) flush(b *batch) {
 		// Cut off whatever part of the batch reached the file, so that the
 		// next append starts at a frame boundary. If even that fails, a
 		// later record could follow garbage: refuse appends.
-		if terr := l.f.Truncate(l.size); terr != nil {
+		if terr := l.f.Truncate(end); terr != nil {
 			b.err = l.fail(fmt.Errorf("write: %w; truncate after it: %w", err, terr))
 			return
 		}
 		b.err = fmt.Errorf("tide: log write: %w", err)
 		return
 	}
-	l.size += int64(len(b.buf))
+	l.size.Store(end + int64(len(b.buf)))
 	if l.policy != SyncAlways {
 		l.dirty.Store(true)
 		return
@@ -297,7 +298,8 @@ func (l *Log) Err() error {
 }
 
 // Close waits for appends in flight, stops the background fsync, fsyncs
-// the log and closes it. Later appends return ErrClosed. A running Rewrite
+// the log and closes it. Later appends return ErrClosed. It returns the
+// failure of a failed log (ErrFailed), or of the final fsync. A running Rewrite
 // is aborted (it returns ErrClosed) and waited for. Close is idempotent: it
 // returns the same result every time.
 func (l *Log) Close() error {
@@ -322,7 +324,10 @@ func (l *Log) Close() error {
 		if cerr := l.f.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil {
+		switch {
+		case l.Err() != nil:
+			l.closeErr = l.Err()
+		case err != nil:
 			l.closeErr = fmt.Errorf("tide: log close: %w", err)
 		}
 	})
@@ -335,7 +340,7 @@ func (l *Log) Close() error {
 func (l *Log) Size() (base, incr int64) {
 	l.fileMu.RLock()
 	defer l.fileMu.RUnlock()
-	return l.baseSize, l.incrSize + l.size
+	return l.baseSize, l.incrSize + l.size.Load()
 }
 
 func newCond(mu *sync.Mutex) *sync.Cond { return sync.NewCond(mu) }

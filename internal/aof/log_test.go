@@ -133,7 +133,17 @@ func TestConcurrentAppendsGroupCommit(t *testing.T) {
 			}
 		}()
 	}
+	done := make(chan struct{})
+	go func() { // Size races appends (run with -race)
+		defer close(done)
+		for range 100 {
+			if _, incr := l.Size(); incr < 16 {
+				t.Errorf("Size = %d, want at least the header", incr)
+			}
+		}
+	}()
 	wg.Wait()
+	<-done
 	l.Close()
 	l2, got, rep := open(t, cfg, 0)
 	defer l2.Close()

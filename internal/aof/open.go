@@ -144,7 +144,8 @@ func Open(cfg Config, now int64, apply func(*Record) error) (*Log, Recovery, err
 				}
 			}
 		}
-		l.f, l.size = f, max(end, fileHeader)
+		l.f = f
+		l.size.Store(max(end, fileHeader))
 		break
 	}
 	if err := rp.expireDue(); err != nil {

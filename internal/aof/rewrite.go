@@ -143,8 +143,9 @@ func (l *Log) switchTo(nf File, seq uint64) error {
 	}
 	old := l.f
 	l.man = next
-	l.incrSize += l.size
-	l.f, l.size = nf, fileHeader
+	l.incrSize += l.size.Load()
+	l.f = nf
+	l.size.Store(fileHeader)
 	old.Close() // synced above; a close error loses nothing
 	return nil
 }
