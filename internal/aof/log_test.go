@@ -19,7 +19,9 @@ func (s state) apply(r *aof.Record) error {
 		c.Value = append([]byte(nil), r.Value...)
 		s[r.Key] = c
 	case aof.OpRemove:
-		delete(s, r.Key)
+		if e, ok := s[r.Key]; ok && (r.Version == aof.NoVersion || r.Version == e.Version) {
+			delete(s, r.Key)
+		}
 	case aof.OpMeta:
 		if e, ok := s[r.Key]; ok {
 			e.Deadline, e.Pinned = r.Deadline, r.Pinned

@@ -78,7 +78,18 @@ func genRecord(t *rapid.T, version *uint64, cur state, inBatch bool) aof.Record 
 		}
 		return aof.Record{Op: aof.OpSet, Key: key, Value: v, Version: *version, Deadline: deadline, Pinned: rapid.Bool().Draw(t, "pin")}
 	case 2:
-		return aof.Record{Op: aof.OpRemove, Key: key, Version: *version, Cause: aof.Cause(rapid.IntRange(1, 3).Draw(t, "cause"))}
+		// The version of the key's current incarnation, usually; or a
+		// stale one (a late expiry), or none.
+		v := cur[key].Version
+		switch rapid.IntRange(0, 4).Draw(t, "removeVersion") {
+		case 0:
+			v = aof.NoVersion
+		case 1:
+			if *version > 0 { // a version issued before: removals carry no others
+				v = rapid.Uint64Range(1, *version).Draw(t, "staleVersion")
+			}
+		}
+		return aof.Record{Op: aof.OpRemove, Key: key, Version: v, Cause: aof.Cause(rapid.IntRange(1, 3).Draw(t, "cause"))}
 	case 3, 4:
 		if len(cur) == 0 {
 			return genRecord(t, version, cur, inBatch)

@@ -15,9 +15,10 @@ const (
 	// OpSet stores Key = Value with Version, Deadline and Pinned, replacing
 	// whatever the key held. Counter results are logged as sets.
 	OpSet Op = iota + 1
-	// OpRemove removes Key (whose version was Version) for Cause. Replay
-	// removes the key whatever version it has: the log is in the order the
-	// engine applied the operations to each key.
+	// OpRemove removes Key for Cause if the key's version is Version (or
+	// whatever its version if Version is NoVersion). Being conditional, a
+	// removal logged late (an expiry or eviction appended after the shard
+	// lock was released) can never remove a later incarnation of the key.
 	OpRemove
 	// OpMeta sets an existing key's Deadline and Pinned without changing
 	// its value or version (Expire, Persist, Pin, GetAndExpire). Replay
@@ -82,6 +83,9 @@ func (c Cause) String() string {
 
 // NoDeadline is the Deadline of a key without expiry.
 const NoDeadline int64 = 0
+
+// NoVersion as an OpRemove's Version makes the removal unconditional.
+const NoVersion uint64 = 0
 
 // Record is one logged mutation. Which fields are meaningful depends on Op:
 //

@@ -42,7 +42,7 @@ type replayer struct {
 	now   int64
 	apply func(*Record) error
 	rep   *Recovery
-	due   map[string]uint64 // key → version (0 if unknown) of keys left due
+	due   map[string]uint64 // key → version (NoVersion if unknown) of keys left due
 }
 
 func (rp *replayer) deliver(r *Record) error {
@@ -76,7 +76,17 @@ func (rp *replayer) track(r *Record) {
 			rp.due = map[string]uint64{}
 		}
 		rp.due[r.Key] = v
-	case rp.due != nil:
+	case rp.due == nil:
+	case r.Op == OpRemove:
+		// A removal of another version leaves the key as it was: only
+		// one of the due version (or of any version) takes it off the
+		// list. If the due version is unknown (a TTL change made the key
+		// due), keep it: the final unconditional removal is then
+		// harmless if the key is gone, and right if it is not.
+		if v, ok := rp.due[r.Key]; ok && (r.Version == NoVersion || r.Version == v && v != NoVersion) {
+			delete(rp.due, r.Key)
+		}
+	default:
 		delete(rp.due, r.Key)
 	}
 }

@@ -28,7 +28,8 @@ func TestRewriteCrashAtEveryStep(t *testing.T) {
 		for i := range 20 {
 			r := set(fmt.Sprintf("k%d", i%7), fmt.Sprintf("v%d", i), uint64(i+1))
 			if i%5 == 4 {
-				r = &aof.Record{Op: aof.OpRemove, Key: fmt.Sprintf("k%d", i%7), Version: uint64(i), Cause: aof.CauseDeleted}
+				k := fmt.Sprintf("k%d", i%7)
+				r = &aof.Record{Op: aof.OpRemove, Key: k, Version: want[k].Version, Cause: aof.CauseDeleted}
 			}
 			if err := l.Append(r); err != nil {
 				t.Fatal(err)
