@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tidekv/tide/internal/aof"
 )
@@ -151,4 +152,67 @@ func BenchmarkSnapshot(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRewriteStall rewrites a base of 100k entries (16-byte key,
+// 64-byte value) while 4 appenders run, and reports the longest append
+// during the rewrites (max-append-µs) next to the longest without one
+// (base-max-append-µs): the switch pauses appends for a few fsyncs, not
+// for the size of the data.
+func BenchmarkRewriteStall(b *testing.B) {
+	var recs []aof.Record
+	for i := range 100_000 {
+		recs = append(recs, aof.Record{Op: aof.OpSet, Key: fmt.Sprintf("key-%011d", i), Value: make([]byte, 64), Version: uint64(i + 1)})
+	}
+	src := sliceSource{[]uint64{100_000}, recs}
+	for _, p := range []aof.SyncPolicy{aof.SyncAlways, aof.SyncEverySecond} {
+		b.Run(p.String(), func(b *testing.B) {
+			l, _, err := aof.Open(aof.Config{Dir: b.TempDir(), Sync: p}, 0, func(*aof.Record) error { return nil })
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			var maxNs atomic.Int64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := aof.Record{Op: aof.OpSet, Key: fmt.Sprintf("appender-%07d", w), Value: make([]byte, 64)}
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						r.Version++
+						start := time.Now()
+						if err := l.Append(&r); err != nil {
+							b.Error(err)
+							return
+						}
+						d := time.Since(start).Nanoseconds()
+						for {
+							m := maxNs.Load()
+							if d <= m || maxNs.CompareAndSwap(m, d) {
+								break
+							}
+						}
+					}
+				}()
+			}
+			time.Sleep(200 * time.Millisecond)
+			base := maxNs.Swap(0)
+			for b.Loop() {
+				if _, err := l.Rewrite(src); err != nil {
+					b.Fatal(err)
+				}
+			}
+			close(stop)
+			wg.Wait()
+			b.ReportMetric(float64(maxNs.Load())/1e3, "max-append-µs")
+			b.ReportMetric(float64(base)/1e3, "base-max-append-µs")
+		})
+	}
 }
