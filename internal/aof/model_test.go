@@ -173,6 +173,11 @@ func TestCrashModel(t *testing.T) {
 		}
 
 		for range rapid.IntRange(1, 40).Draw(t, "steps") {
+			if !fsys.Crashed() {
+				if err := l.Check(); err != nil {
+					t.Fatal(err)
+				}
+			}
 			switch rapid.IntRange(0, 9).Draw(t, "action") {
 			default:
 				r := genRecord(t, &version, cur, false)
