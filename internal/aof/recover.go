@@ -139,6 +139,7 @@ func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptErro
 	}
 	fr := newFrameReader(io.NewSectionReader(f, fileHeader, size-fileHeader), fileHeader)
 	var rec Record
+	var fe *frameError // outside the loop: errors.As makes it escape
 	for {
 		off := fr.off
 		p, ferr := fr.next(size - off)
@@ -149,7 +150,6 @@ func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptErro
 				ferr = &frameError{off, "end marker in a log", false}
 			}
 		}
-		var fe *frameError
 		switch {
 		case ferr == nil:
 			if err := rp.deliver(&rec); err != nil {
