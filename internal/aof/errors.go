@@ -29,6 +29,10 @@ var (
 	ErrInvalidRecord = errors.New("tide: invalid log record")
 	// ErrInvalidConfig reports a Config field with a nonsense value.
 	ErrInvalidConfig = errors.New("tide: invalid log config")
+	// ErrLocked reports a log directory another open log (in this or
+	// another process) is using: two writers would interleave their
+	// appends and corrupt the log.
+	ErrLocked = errors.New("tide: log directory in use")
 	// ErrBusy reports a Rewrite started while another is running.
 	ErrBusy = errors.New("tide: log rewrite already running")
 )

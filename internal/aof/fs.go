@@ -29,6 +29,10 @@ type FS interface {
 	SyncDir() error
 	// List returns the names in the directory.
 	List() ([]string, error)
+	// Lock takes the directory's exclusive lock, so that no other log
+	// (in this or another process) uses it, or fails with an error
+	// matching ErrLocked. The returned function releases it.
+	Lock() (unlock func() error, err error)
 }
 
 // File is an open file. Writes are positional (the log tracks its own end),

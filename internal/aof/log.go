@@ -117,6 +117,7 @@ type Log struct {
 	seq       uint64      // guarded by rewriteMu: the last file number used
 	closing   atomic.Bool // Close has started: a running Rewrite stops
 
+	unlock    func() error // releases the directory lock
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{}
@@ -323,6 +324,9 @@ func (l *Log) Close() error {
 		}
 		if cerr := l.f.Close(); err == nil {
 			err = cerr
+		}
+		if uerr := l.unlock(); err == nil {
+			err = uerr
 		}
 		switch {
 		case l.Err() != nil:

@@ -11,6 +11,7 @@ import (
 
 // The directory holds:
 //
+//	LOCK                 flocked while a log has the directory open
 //	MANIFEST             the current manifest (replaced atomically by rename)
 //	MANIFEST.tmp         a manifest being written
 //	base-NNNNNNNNNN.snap the base: a snapshot (see WriteSnapshot)

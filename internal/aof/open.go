@@ -15,7 +15,8 @@ import (
 // it. A torn tail of the last incremental log is cut off (TornBytes); any
 // other invalid frame is a *CorruptError unless cfg.TruncateCorrupt.
 //
-// Debris of interrupted steps (files the manifest does not name) is
+// The directory is locked (ErrLocked if another open log holds it) until
+// Close. Debris of interrupted steps (files the manifest does not name) is
 // removed. Open starts the background fsync goroutine of SyncEverySecond;
 // Close stops it.
 func Open(cfg Config, now int64, apply func(*Record) error) (*Log, Recovery, error) {
@@ -40,6 +41,21 @@ func Open(cfg Config, now int64, apply func(*Record) error) (*Log, Recovery, err
 		}
 		fsys = o
 	}
+	unlock, err := fsys.Lock()
+	if err != nil {
+		return nil, rep, fmt.Errorf("tide: log: %w", err)
+	}
+	l, rep, err := open(cfg, fsys, now, apply)
+	if err != nil {
+		unlock()
+		return nil, rep, err
+	}
+	l.unlock = unlock
+	return l, rep, nil
+}
+
+func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Recovery, error) {
+	var rep Recovery
 	l := &Log{fsys: fsys, policy: cfg.Sync, interval: cfg.SyncInterval, done: make(chan struct{})}
 	l.idle = newCond(&l.mu)
 	l.cur = newBatch(nil)

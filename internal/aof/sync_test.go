@@ -206,3 +206,28 @@ func TestInvalidRecords(t *testing.T) {
 		t.Fatalf("Append after refused records = %v", err)
 	}
 }
+
+// TestDirectoryLocked: a second log on the same directory (two instances
+// sharing it would interleave appends) is refused with ErrLocked until the
+// first closes.
+func TestDirectoryLocked(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := aof.Open(aof.Config{Dir: dir}, 0, state{}.apply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := aof.Open(aof.Config{Dir: dir}, 0, state{}.apply); !errors.Is(err, aof.ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+	if err := l.Append(set("a", "1", 1)); err != nil {
+		t.Fatalf("first log after a refused second Open: %v", err)
+	}
+	l.Close()
+	got := state{}
+	l2, _, err := aof.Open(aof.Config{Dir: dir}, 0, got.apply)
+	if err != nil {
+		t.Fatalf("Open after Close = %v", err)
+	}
+	l2.Close()
+	got.equal(t, state{"a": *set("a", "1", 1)})
+}

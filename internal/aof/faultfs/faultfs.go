@@ -104,6 +104,7 @@ type FS struct {
 	hook     func(op Op, name string) *Fault
 	capacity int64
 
+	locked     bool
 	crashAfter int // mutating operations left before the crash; < 0: none
 	crashed    bool
 	ops        int // mutating operations so far
@@ -345,6 +346,23 @@ func (f *FS) List() ([]string, error) {
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// Lock implements aof.FS: one holder at a time, released by the returned
+// function or by a crash (Crash returns an unlocked file system).
+func (f *FS) Lock() (func() error, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.locked {
+		return nil, aof.ErrLocked
+	}
+	f.locked = true
+	return func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.locked = false
+		return nil
+	}, nil
 }
 
 // Names returns the directory's current names (no hook, no crash check).
