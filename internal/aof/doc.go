@@ -13,7 +13,9 @@
 // replaced only atomically (temporary file, fsync, rename, directory
 // fsync), so at any instant the directory describes a complete log. Other
 // files with the log's names are debris of an interrupted step, removed by
-// Open; files with other names are left alone.
+// Open; files with other names are left alone. While a log is open its
+// directory is locked (flock on LOCK; ErrLocked for a second opener), as
+// two writers would interleave their appends.
 //
 // # Record format
 //
@@ -59,6 +61,10 @@
 //	SyncNo           nothing acknowledged       whatever the OS had not
 //	                                            written back (Linux: up to
 //	                                            about 30 s)
+//
+// The SyncEverySecond window assumes fsyncs complete: a disk on which one
+// takes longer widens it by that long (appends are not held back while a
+// background fsync runs).
 //
 // In every case what survives is a prefix of the log: never a later record
 // without an earlier one, never part of a batch. Open makes what it
