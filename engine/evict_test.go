@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strconv"
 	"testing"
@@ -220,8 +221,8 @@ func evictionRun(t *rapid.T, spec evict.Spec) {
 // TestHeapBoundedUnderCap fills a capped engine far past its cap with random
 // sizes and checks that the live heap stays bounded.
 func TestHeapBoundedUnderCap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fills 16 × the cap")
+	if os.Getenv("TIDE_HEAP") == "" {
+		t.Skip("heap measurement (fills 16 × the cap): opt-in with TIDE_HEAP=1")
 	}
 	if raceEnabled {
 		t.Skip("measures the heap; the race detector inflates it and the time (CI runs it without -race)")

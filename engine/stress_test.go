@@ -34,16 +34,20 @@ import (
 // succeeded on it, and every CAS counter the number of successful swaps
 // (nothing lost).
 //
-// It stops by itself after TIDE_STRESS_DURATION (default 12s, split across
-// the policies) or TIDE_STRESS_OPS operations (default 50M), and is skipped
-// under -short. For a longer run:
+// It stops by itself after TIDE_STRESS_DURATION or TIDE_STRESS_OPS
+// operations (default 50M), split across the policies. The default run is a
+// 1.5 s smoke so that go test ./... stays quick; TIDE_SOAK=1 makes it a 12 s
+// soak (CI), and -short skips it. For a longer run:
 //
 //	TIDE_STRESS_DURATION=10m go test ./engine -run TestStress -v
 func TestStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress test skipped under -short")
 	}
-	total := 12 * time.Second
+	total := 1500 * time.Millisecond
+	if os.Getenv("TIDE_SOAK") != "" {
+		total = 12 * time.Second
+	}
 	if s := os.Getenv("TIDE_STRESS_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
