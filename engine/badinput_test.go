@@ -88,7 +88,7 @@ func sameItems(a, b map[string]engine.Item) bool {
 // checks).
 type badCase struct {
 	name   string
-	run    func(e *engine.Engine) (error, string)
+	run    func(e *engine.Engine) (string, error)
 	want   error
 	result string // expected description of the other results ("" = don't care)
 	// changes, if set, is the key the call may legitimately remove (an
@@ -96,13 +96,13 @@ type badCase struct {
 	changes string
 }
 
-func wr(v uint64, err error) (error, string) { return err, fmt.Sprintf("v=%d", v) }
-func wr3(v uint64, ok bool, err error) (error, string) {
-	return err, fmt.Sprintf("v=%d ok=%v", v, ok)
+func wr(v uint64, err error) (string, error) { return fmt.Sprintf("v=%d", v), err }
+func wr3(v uint64, ok bool, err error) (string, error) {
+	return fmt.Sprintf("v=%d ok=%v", v, ok), err
 }
-func ir(n int64, err error) (error, string) { return err, fmt.Sprintf("n=%d", n) }
-func br(ok bool, err error) (error, string) { return err, fmt.Sprintf("ok=%v", ok) }
-func gr(v []byte, ok bool) (error, string)  { return nil, fmt.Sprintf("%q %v", v, ok) }
+func ir(n int64, err error) (string, error) { return fmt.Sprintf("n=%d", n), err }
+func br(ok bool, err error) (string, error) { return fmt.Sprintf("ok=%v", ok), err }
+func gr(v []byte, ok bool) (string, error)  { return fmt.Sprintf("%q %v", v, ok), nil }
 
 var (
 	longKey   = strings.Repeat("x", badMaxKey+1)
@@ -121,40 +121,40 @@ func badCases() []badCase {
 	for _, k := range []struct{ name, key string }{{"key+1", longKey}, {"1MiB key", hugeKey}} {
 		key := k.key
 		add(
-			badCase{name: "Set " + k.name, run: func(e *engine.Engine) (error, string) { return wr(e.Set(key, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0"},
-			badCase{name: "SetTTL " + k.name, run: func(e *engine.Engine) (error, string) { return wr(e.SetTTL(key, []byte("v"), time.Second)) }, want: engine.ErrKeyTooLarge, result: "v=0"},
-			badCase{name: "SetWith IfAbsent " + k.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "Set " + k.name, run: func(e *engine.Engine) (string, error) { return wr(e.Set(key, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0"},
+			badCase{name: "SetTTL " + k.name, run: func(e *engine.Engine) (string, error) { return wr(e.SetTTL(key, []byte("v"), time.Second)) }, want: engine.ErrKeyTooLarge, result: "v=0"},
+			badCase{name: "SetWith IfAbsent " + k.name, run: func(e *engine.Engine) (string, error) {
 				return wr3(e.SetWith(key, nil, engine.SetOptions{Only: engine.IfAbsent}))
 			}, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
-			badCase{name: "CompareAndSwap " + k.name, run: func(e *engine.Engine) (error, string) { return wr3(e.CompareAndSwap(key, 1, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
-			badCase{name: "Incr " + k.name, run: func(e *engine.Engine) (error, string) { return ir(e.Incr(key)) }, want: engine.ErrKeyTooLarge, result: "n=0"},
-			badCase{name: "IncrWith " + k.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "CompareAndSwap " + k.name, run: func(e *engine.Engine) (string, error) { return wr3(e.CompareAndSwap(key, 1, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
+			badCase{name: "Incr " + k.name, run: func(e *engine.Engine) (string, error) { return ir(e.Incr(key)) }, want: engine.ErrKeyTooLarge, result: "n=0"},
+			badCase{name: "IncrWith " + k.name, run: func(e *engine.Engine) (string, error) {
 				return ir(e.IncrWith(key, 5, engine.IncrOptions{TTL: time.Second, Pin: true}))
 			}, want: engine.ErrKeyTooLarge, result: "n=0"},
-			badCase{name: "Commit op " + k.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "Commit op " + k.name, run: func(e *engine.Engine) (string, error) {
 				_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("changed")}, {Key: key, Value: []byte("v")}})
-				return err, fmt.Sprintf("ok=%v", ok)
+				return fmt.Sprintf("ok=%v", ok), err
 			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
-			badCase{name: "Commit precondition " + k.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "Commit precondition " + k.name, run: func(e *engine.Engine) (string, error) {
 				_, ok, err := e.Commit([]engine.Precondition{{Key: key}}, []engine.Op{{Key: "plain", Delete: true}})
-				return err, fmt.Sprintf("ok=%v", ok)
+				return fmt.Sprintf("ok=%v", ok), err
 			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
-			badCase{name: "Get " + k.name, run: func(e *engine.Engine) (error, string) { return gr(e.Get(key)) }, result: `"" false`},
-			badCase{name: "GetItem " + k.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "Get " + k.name, run: func(e *engine.Engine) (string, error) { return gr(e.Get(key)) }, result: `"" false`},
+			badCase{name: "GetItem " + k.name, run: func(e *engine.Engine) (string, error) {
 				it, ok := e.GetItem(key)
-				return nil, fmt.Sprintf("%d %v", it.Version, ok)
+				return fmt.Sprintf("%d %v", it.Version, ok), nil
 			}, result: "0 false"},
-			badCase{name: "TTL " + k.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "TTL " + k.name, run: func(e *engine.Engine) (string, error) {
 				d, ok := e.TTL(key)
-				return nil, fmt.Sprintf("%v %v", d, ok)
+				return fmt.Sprintf("%v %v", d, ok), nil
 			}, result: "0s false"},
-			badCase{name: "Delete " + k.name, run: func(e *engine.Engine) (error, string) { return nil, fmt.Sprint(e.Delete(key)) }, result: "false"},
-			badCase{name: "GetAndDelete " + k.name, run: func(e *engine.Engine) (error, string) { return gr(e.GetAndDelete(key)) }, result: `"" false`},
-			badCase{name: "CompareAndDelete " + k.name, run: func(e *engine.Engine) (error, string) { return nil, fmt.Sprint(e.CompareAndDelete(key, 1)) }, result: "false"},
-			badCase{name: "Expire " + k.name, run: func(e *engine.Engine) (error, string) { return br(e.Expire(key, time.Second, engine.ExpireAlways)) }, result: "ok=false"},
-			badCase{name: "Persist " + k.name, run: func(e *engine.Engine) (error, string) { return nil, fmt.Sprint(e.Persist(key)) }, result: "false"},
-			badCase{name: "Pin " + k.name, run: func(e *engine.Engine) (error, string) { return nil, fmt.Sprint(e.Pin(key, true)) }, result: "false"},
-			badCase{name: "GetAndExpire " + k.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "Delete " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Delete(key)), nil }, result: "false"},
+			badCase{name: "GetAndDelete " + k.name, run: func(e *engine.Engine) (string, error) { return gr(e.GetAndDelete(key)) }, result: `"" false`},
+			badCase{name: "CompareAndDelete " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.CompareAndDelete(key, 1)), nil }, result: "false"},
+			badCase{name: "Expire " + k.name, run: func(e *engine.Engine) (string, error) { return br(e.Expire(key, time.Second, engine.ExpireAlways)) }, result: "ok=false"},
+			badCase{name: "Persist " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist(key)), nil }, result: "false"},
+			badCase{name: "Pin " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Pin(key, true)), nil }, result: "false"},
+			badCase{name: "GetAndExpire " + k.name, run: func(e *engine.Engine) (string, error) {
 				_, ok, err := e.GetAndExpire(key, time.Second)
 				return br(ok, err)
 			}, result: "ok=false"},
@@ -165,18 +165,18 @@ func badCases() []badCase {
 	// ErrTooLarge, also when it would replace an existing key.
 	tooBig := make([]byte, 4096)
 	add(
-		badCase{name: "Set value > cap", run: func(e *engine.Engine) (error, string) { return wr(e.Set("new", tooBig)) }, want: engine.ErrTooLarge, result: "v=0"},
-		badCase{name: "Set value > cap over existing", run: func(e *engine.Engine) (error, string) { return wr(e.Set("plain", tooBig)) }, want: engine.ErrTooLarge, result: "v=0"},
-		badCase{name: "SetTTL value > cap", run: func(e *engine.Engine) (error, string) { return wr(e.SetTTL("ttl", tooBig, time.Second)) }, want: engine.ErrTooLarge, result: "v=0"},
-		badCase{name: "CompareAndSwap value > cap", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "Set value > cap", run: func(e *engine.Engine) (string, error) { return wr(e.Set("new", tooBig)) }, want: engine.ErrTooLarge, result: "v=0"},
+		badCase{name: "Set value > cap over existing", run: func(e *engine.Engine) (string, error) { return wr(e.Set("plain", tooBig)) }, want: engine.ErrTooLarge, result: "v=0"},
+		badCase{name: "SetTTL value > cap", run: func(e *engine.Engine) (string, error) { return wr(e.SetTTL("ttl", tooBig, time.Second)) }, want: engine.ErrTooLarge, result: "v=0"},
+		badCase{name: "CompareAndSwap value > cap", run: func(e *engine.Engine) (string, error) {
 			it, _ := e.GetItem("plain")
 			return wr3(e.CompareAndSwap("plain", it.Version, tooBig))
 		}, want: engine.ErrTooLarge, result: "v=0 ok=false"},
-		badCase{name: "Commit value > cap", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "Commit value > cap", run: func(e *engine.Engine) (string, error) {
 			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Delete: true}, {Key: "new", Value: tooBig}})
-			return err, fmt.Sprintf("ok=%v", ok)
+			return fmt.Sprintf("ok=%v", ok), err
 		}, want: engine.ErrTooLarge, result: "ok=false"},
-		badCase{name: "IfAbsent nil value on existing key", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "IfAbsent nil value on existing key", run: func(e *engine.Engine) (string, error) {
 			return wr3(e.SetWith("plain", nil, engine.SetOptions{Only: engine.IfAbsent}))
 		}, result: "v=0 ok=false"},
 	)
@@ -188,23 +188,23 @@ func badCases() []badCase {
 	}{{"0", 0}, {"-1ns", -1}, {"-1h", -time.Hour}, {"MinInt64", minDur}} {
 		ttl := d.d
 		add(
-			badCase{name: "SetTTL ttl " + d.name, run: func(e *engine.Engine) (error, string) { return wr(e.SetTTL("ttl", []byte("new"), ttl)) }, want: engine.ErrInvalidTTL, result: "v=0"},
-			badCase{name: "GetAndExpire ttl " + d.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "SetTTL ttl " + d.name, run: func(e *engine.Engine) (string, error) { return wr(e.SetTTL("ttl", []byte("new"), ttl)) }, want: engine.ErrInvalidTTL, result: "v=0"},
+			badCase{name: "GetAndExpire ttl " + d.name, run: func(e *engine.Engine) (string, error) {
 				it, ok, err := e.GetAndExpire("ttl", ttl)
-				return err, fmt.Sprintf("%d %v", it.Version, ok)
+				return fmt.Sprintf("%d %v", it.Version, ok), err
 			}, want: engine.ErrInvalidTTL, result: "0 false"},
 		)
 		if ttl < 0 {
 			add(
-				badCase{name: "SetWith ttl " + d.name, run: func(e *engine.Engine) (error, string) {
+				badCase{name: "SetWith ttl " + d.name, run: func(e *engine.Engine) (string, error) {
 					return wr3(e.SetWith("plain", []byte("new"), engine.SetOptions{TTL: ttl}))
 				}, want: engine.ErrInvalidTTL, result: "v=0 ok=false"},
-				badCase{name: "IncrWith ttl " + d.name, run: func(e *engine.Engine) (error, string) {
+				badCase{name: "IncrWith ttl " + d.name, run: func(e *engine.Engine) (string, error) {
 					return ir(e.IncrWith("fresh", 1, engine.IncrOptions{TTL: ttl}))
 				}, want: engine.ErrInvalidTTL, result: "n=0"},
-				badCase{name: "Commit ttl " + d.name, run: func(e *engine.Engine) (error, string) {
+				badCase{name: "Commit ttl " + d.name, run: func(e *engine.Engine) (string, error) {
 					_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Delete: true}, {Key: "new", Value: []byte("v"), TTL: ttl}})
-					return err, fmt.Sprintf("ok=%v", ok)
+					return fmt.Sprintf("ok=%v", ok), err
 				}, want: engine.ErrInvalidTTL, result: "ok=false"},
 			)
 		}
@@ -219,24 +219,24 @@ func badCases() []badCase {
 	} {
 		ttl := d.d()
 		add(
-			badCase{name: "SetTTL overflow " + d.name, run: func(e *engine.Engine) (error, string) { return wr(e.SetTTL("ttl", []byte("new"), ttl)) }, want: engine.ErrInvalidTTL, result: "v=0"},
-			badCase{name: "SetWith overflow " + d.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "SetTTL overflow " + d.name, run: func(e *engine.Engine) (string, error) { return wr(e.SetTTL("ttl", []byte("new"), ttl)) }, want: engine.ErrInvalidTTL, result: "v=0"},
+			badCase{name: "SetWith overflow " + d.name, run: func(e *engine.Engine) (string, error) {
 				return wr3(e.SetWith("plain", []byte("new"), engine.SetOptions{TTL: ttl}))
 			}, want: engine.ErrInvalidTTL, result: "v=0 ok=false"},
-			badCase{name: "SetWith TTLOnCreate overflow " + d.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "SetWith TTLOnCreate overflow " + d.name, run: func(e *engine.Engine) (string, error) {
 				return wr3(e.SetWith("fresh", []byte("new"), engine.SetOptions{TTL: ttl, TTLOnCreate: true}))
 			}, want: engine.ErrInvalidTTL, result: "v=0 ok=false"},
-			badCase{name: "GetAndExpire overflow " + d.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "GetAndExpire overflow " + d.name, run: func(e *engine.Engine) (string, error) {
 				_, ok, err := e.GetAndExpire("ttl", ttl)
 				return br(ok, err)
 			}, want: engine.ErrInvalidTTL, result: "ok=false"},
-			badCase{name: "Expire overflow " + d.name, run: func(e *engine.Engine) (error, string) { return br(e.Expire("plain", ttl, engine.ExpireAlways)) }, want: engine.ErrInvalidTTL, result: "ok=false"},
-			badCase{name: "IncrWith creating overflow " + d.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "Expire overflow " + d.name, run: func(e *engine.Engine) (string, error) { return br(e.Expire("plain", ttl, engine.ExpireAlways)) }, want: engine.ErrInvalidTTL, result: "ok=false"},
+			badCase{name: "IncrWith creating overflow " + d.name, run: func(e *engine.Engine) (string, error) {
 				return ir(e.IncrWith("fresh", 1, engine.IncrOptions{TTL: ttl}))
 			}, want: engine.ErrInvalidTTL, result: "n=0"},
-			badCase{name: "Commit overflow " + d.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "Commit overflow " + d.name, run: func(e *engine.Engine) (string, error) {
 				_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Delete: true}, {Key: "new", Value: []byte("v"), TTL: ttl}})
-				return err, fmt.Sprintf("ok=%v", ok)
+				return fmt.Sprintf("ok=%v", ok), err
 			}, want: engine.ErrInvalidTTL, result: "ok=false"},
 		)
 	}
@@ -247,7 +247,7 @@ func badCases() []badCase {
 		t    time.Time
 	}{{"2262 end+1ns", endOfTime.Add(1)}, {"year 2263", year(2263)}, {"year 3000", year(3000)}, {"year 10000", year(10000)}, {"max time", time.Unix(1<<62, 0)}} {
 		tm := at.t
-		add(badCase{name: "ExpireAt " + at.name, run: func(e *engine.Engine) (error, string) { return br(e.ExpireAt("plain", tm, engine.ExpireAlways)) }, want: engine.ErrInvalidTTL, result: "ok=false"})
+		add(badCase{name: "ExpireAt " + at.name, run: func(e *engine.Engine) (string, error) { return br(e.ExpireAt("plain", tm, engine.ExpireAlways)) }, want: engine.ErrInvalidTTL, result: "ok=false"})
 	}
 	// Deadlines in the past (also before int64 time) delete, as Redis's
 	// EXPIREAT does.
@@ -256,71 +256,71 @@ func badCases() []badCase {
 		t    time.Time
 	}{{"year 1500", year(1500)}, {"year 1000", year(1000)}, {"year 1", year(1)}, {"zero Time", time.Time{}}, {"1970", time.Unix(0, 0)}, {"now", badStart}} {
 		tm := at.t
-		add(badCase{name: "ExpireAt " + at.name + " deletes", run: func(e *engine.Engine) (error, string) {
+		add(badCase{name: "ExpireAt " + at.name + " deletes", run: func(e *engine.Engine) (string, error) {
 			ok, err := e.ExpireAt("plain", tm, engine.ExpireAlways)
 			_, found := e.Get("plain")
-			return err, fmt.Sprintf("ok=%v found=%v", ok, found)
+			return fmt.Sprintf("ok=%v found=%v", ok, found), err
 		}, result: "ok=true found=false", changes: "plain"})
 	}
 	for _, d := range []time.Duration{0, -1, minDur} {
-		add(badCase{name: fmt.Sprintf("Expire ttl %v deletes", d), run: func(e *engine.Engine) (error, string) {
+		add(badCase{name: fmt.Sprintf("Expire ttl %v deletes", d), run: func(e *engine.Engine) (string, error) {
 			ok, err := e.Expire("plain", d, engine.ExpireAlways)
 			_, found := e.Get("plain")
-			return err, fmt.Sprintf("ok=%v found=%v", ok, found)
+			return fmt.Sprintf("ok=%v found=%v", ok, found), err
 		}, result: "ok=true found=false", changes: "plain"})
 	}
 
 	// Contradictory options.
 	add(
-		badCase{name: "SetWith TTL+KeepTTL", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "SetWith TTL+KeepTTL", run: func(e *engine.Engine) (string, error) {
 			return wr3(e.SetWith("ttl", []byte("x"), engine.SetOptions{TTL: time.Second, KeepTTL: true}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
-		badCase{name: "SetWith Only=3", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "SetWith Only=3", run: func(e *engine.Engine) (string, error) {
 			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 3}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
-		badCase{name: "SetWith Only=255", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "SetWith Only=255", run: func(e *engine.Engine) (string, error) {
 			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 255}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
-		badCase{name: "SetWith IfAbsent+IfVersion", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "SetWith IfAbsent+IfVersion", run: func(e *engine.Engine) (string, error) {
 			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: engine.IfAbsent, IfVersion: 1}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
-		badCase{name: "Expire condition 5", run: func(e *engine.Engine) (error, string) { return br(e.Expire("ttl", time.Second, 5)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
-		badCase{name: "Expire condition 255 ttl 0", run: func(e *engine.Engine) (error, string) { return br(e.Expire("plain", 0, 255)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
-		badCase{name: "ExpireAt condition 200", run: func(e *engine.Engine) (error, string) { return br(e.ExpireAt("plain", badStart, 200)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
-		badCase{name: "Commit TTL+KeepTTL", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "Expire condition 5", run: func(e *engine.Engine) (string, error) { return br(e.Expire("ttl", time.Second, 5)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
+		badCase{name: "Expire condition 255 ttl 0", run: func(e *engine.Engine) (string, error) { return br(e.Expire("plain", 0, 255)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
+		badCase{name: "ExpireAt condition 200", run: func(e *engine.Engine) (string, error) { return br(e.ExpireAt("plain", badStart, 200)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
+		badCase{name: "Commit TTL+KeepTTL", run: func(e *engine.Engine) (string, error) {
 			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Delete: true}, {Key: "ttl", Value: []byte("v"), TTL: time.Second, KeepTTL: true}})
-			return err, fmt.Sprintf("ok=%v", ok)
+			return fmt.Sprintf("ok=%v", ok), err
 		}, want: engine.ErrInvalidOptions, result: "ok=false"},
-		badCase{name: "Commit duplicate key", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "Commit duplicate key", run: func(e *engine.Engine) (string, error) {
 			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("1")}, {Key: "plain", Delete: true}})
-			return err, fmt.Sprintf("ok=%v", ok)
+			return fmt.Sprintf("ok=%v", ok), err
 		}, want: engine.ErrInvalidOptions, result: "ok=false"},
 	)
 
 	// Counters: non-integers and overflow leave the value unchanged.
 	for _, k := range []string{"text", "plain", "ttl"} {
 		key := k
-		add(badCase{name: "Incr non-integer " + k, run: func(e *engine.Engine) (error, string) { return ir(e.Incr(key)) }, want: engine.ErrNotInteger, result: "n=0"})
+		add(badCase{name: "Incr non-integer " + k, run: func(e *engine.Engine) (string, error) { return ir(e.Incr(key)) }, want: engine.ErrNotInteger, result: "n=0"})
 	}
 	for _, v := range []string{"", " 1", "1 ", "+1", "007", "-0", "0x10", "1e3", "9223372036854775808", "-9223372036854775809", "99999999999999999999999", "１", "1\x00"} {
 		val := v
-		add(badCase{name: fmt.Sprintf("IncrBy on %q", v), run: func(e *engine.Engine) (error, string) {
+		add(badCase{name: fmt.Sprintf("IncrBy on %q", v), run: func(e *engine.Engine) (string, error) {
 			if _, err := e.Set("text", []byte(val)); err != nil {
-				return err, "set failed"
+				return "set failed", err
 			}
 			n, err := e.IncrBy("text", 1)
 			got, _ := e.Get("text")
-			return err, fmt.Sprintf("n=%d value=%q", n, got)
+			return fmt.Sprintf("n=%d value=%q", n, got), err
 		}, want: engine.ErrNotInteger, result: fmt.Sprintf("n=0 value=%q", val), changes: "text"})
 	}
 	add(
-		badCase{name: "Incr MaxInt64", run: func(e *engine.Engine) (error, string) { return ir(e.Incr("big")) }, want: engine.ErrOverflow, result: "n=0"},
-		badCase{name: "IncrBy MaxInt64 on 41", run: func(e *engine.Engine) (error, string) { return ir(e.IncrBy("n", math.MaxInt64)) }, want: engine.ErrOverflow, result: "n=0"},
-		badCase{name: "Decr MinInt64", run: func(e *engine.Engine) (error, string) { return ir(e.Decr("small")) }, want: engine.ErrOverflow, result: "n=0"},
-		badCase{name: "IncrBy MinInt64 on MinInt64", run: func(e *engine.Engine) (error, string) { return ir(e.IncrBy("small", math.MinInt64)) }, want: engine.ErrOverflow, result: "n=0"},
-		badCase{name: "DecrBy MinInt64", run: func(e *engine.Engine) (error, string) { return ir(e.DecrBy("n", math.MinInt64)) }, want: engine.ErrOverflow, result: "n=0"},
-		badCase{name: "DecrBy MinInt64 missing key", run: func(e *engine.Engine) (error, string) { return ir(e.DecrBy("fresh", math.MinInt64)) }, want: engine.ErrOverflow, result: "n=0"},
-		badCase{name: "DecrBy -MaxInt64 on MaxInt64", run: func(e *engine.Engine) (error, string) { return ir(e.DecrBy("big", -math.MaxInt64)) }, want: engine.ErrOverflow, result: "n=0"},
+		badCase{name: "Incr MaxInt64", run: func(e *engine.Engine) (string, error) { return ir(e.Incr("big")) }, want: engine.ErrOverflow, result: "n=0"},
+		badCase{name: "IncrBy MaxInt64 on 41", run: func(e *engine.Engine) (string, error) { return ir(e.IncrBy("n", math.MaxInt64)) }, want: engine.ErrOverflow, result: "n=0"},
+		badCase{name: "Decr MinInt64", run: func(e *engine.Engine) (string, error) { return ir(e.Decr("small")) }, want: engine.ErrOverflow, result: "n=0"},
+		badCase{name: "IncrBy MinInt64 on MinInt64", run: func(e *engine.Engine) (string, error) { return ir(e.IncrBy("small", math.MinInt64)) }, want: engine.ErrOverflow, result: "n=0"},
+		badCase{name: "DecrBy MinInt64", run: func(e *engine.Engine) (string, error) { return ir(e.DecrBy("n", math.MinInt64)) }, want: engine.ErrOverflow, result: "n=0"},
+		badCase{name: "DecrBy MinInt64 missing key", run: func(e *engine.Engine) (string, error) { return ir(e.DecrBy("fresh", math.MinInt64)) }, want: engine.ErrOverflow, result: "n=0"},
+		badCase{name: "DecrBy -MaxInt64 on MaxInt64", run: func(e *engine.Engine) (string, error) { return ir(e.DecrBy("big", -math.MaxInt64)) }, want: engine.ErrOverflow, result: "n=0"},
 	)
 
 	// Versions that never existed (or no longer exist).
@@ -335,47 +335,47 @@ func badCases() []badCase {
 	} {
 		ver := v.v
 		add(
-			badCase{name: "CompareAndSwap version " + v.name, run: func(e *engine.Engine) (error, string) { return wr3(e.CompareAndSwap("plain", ver(e), []byte("x"))) }, result: "v=0 ok=false"},
-			badCase{name: "CompareAndDelete version " + v.name, run: func(e *engine.Engine) (error, string) { return nil, fmt.Sprint(e.CompareAndDelete("plain", ver(e))) }, result: "false"},
-			badCase{name: "Commit precondition version " + v.name, run: func(e *engine.Engine) (error, string) {
+			badCase{name: "CompareAndSwap version " + v.name, run: func(e *engine.Engine) (string, error) { return wr3(e.CompareAndSwap("plain", ver(e), []byte("x"))) }, result: "v=0 ok=false"},
+			badCase{name: "CompareAndDelete version " + v.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.CompareAndDelete("plain", ver(e))), nil }, result: "false"},
+			badCase{name: "Commit precondition version " + v.name, run: func(e *engine.Engine) (string, error) {
 				_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: ver(e)}}, []engine.Op{{Key: "plain", Delete: true}, {Key: "n", Value: []byte("0")}})
-				return err, fmt.Sprintf("ok=%v", ok)
+				return fmt.Sprintf("ok=%v", ok), err
 			}, result: "ok=false"},
 		)
 		if v.name != "zero" {
 			add(
-				badCase{name: "SetWith IfVersion " + v.name, run: func(e *engine.Engine) (error, string) {
+				badCase{name: "SetWith IfVersion " + v.name, run: func(e *engine.Engine) (string, error) {
 					return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{IfVersion: ver(e)}))
 				}, result: "v=0 ok=false"},
-				badCase{name: "CompareAndSwap missing key version " + v.name, run: func(e *engine.Engine) (error, string) { return wr3(e.CompareAndSwap("missing", ver(e), []byte("x"))) }, result: "v=0 ok=false"},
+				badCase{name: "CompareAndSwap missing key version " + v.name, run: func(e *engine.Engine) (string, error) { return wr3(e.CompareAndSwap("missing", ver(e), []byte("x"))) }, result: "v=0 ok=false"},
 			)
 		}
 	}
-	add(badCase{name: "Commit precondition absent on existing key", run: func(e *engine.Engine) (error, string) {
+	add(badCase{name: "Commit precondition absent on existing key", run: func(e *engine.Engine) (string, error) {
 		_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: 0}}, []engine.Op{{Key: "plain", Value: []byte("x")}})
-		return err, fmt.Sprintf("ok=%v", ok)
+		return fmt.Sprintf("ok=%v", ok), err
 	}, result: "ok=false"})
-	add(badCase{name: "CompareAndSwap stale version after overwrite", run: func(e *engine.Engine) (error, string) {
+	add(badCase{name: "CompareAndSwap stale version after overwrite", run: func(e *engine.Engine) (string, error) {
 		it, _ := e.GetItem("text")
 		if _, err := e.Set("text", []byte("abc")); err != nil { // same value, new version
-			return err, ""
+			return "", err
 		}
 		return wr3(e.CompareAndSwap("text", it.Version, []byte("x")))
 	}, result: "v=0 ok=false", changes: "text"})
 
 	// Calls on keys that do not exist.
 	add(
-		badCase{name: "Expire missing", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "Expire missing", run: func(e *engine.Engine) (string, error) {
 			return br(e.Expire("missing", time.Second, engine.ExpireAlways))
 		}, result: "ok=false"},
-		badCase{name: "Persist missing", run: func(e *engine.Engine) (error, string) { return nil, fmt.Sprint(e.Persist("missing")) }, result: "false"},
-		badCase{name: "Persist no TTL", run: func(e *engine.Engine) (error, string) { return nil, fmt.Sprint(e.Persist("plain")) }, result: "false"},
-		badCase{name: "Pin missing", run: func(e *engine.Engine) (error, string) { return nil, fmt.Sprint(e.Pin("missing", true)) }, result: "false"},
-		badCase{name: "GetAndExpire missing", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "Persist missing", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist("missing")), nil }, result: "false"},
+		badCase{name: "Persist no TTL", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist("plain")), nil }, result: "false"},
+		badCase{name: "Pin missing", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Pin("missing", true)), nil }, result: "false"},
+		badCase{name: "GetAndExpire missing", run: func(e *engine.Engine) (string, error) {
 			_, ok, err := e.GetAndExpire("missing", time.Second)
 			return br(ok, err)
 		}, result: "ok=false"},
-		badCase{name: "SetWith IfPresent missing", run: func(e *engine.Engine) (error, string) {
+		badCase{name: "SetWith IfPresent missing", run: func(e *engine.Engine) (string, error) {
 			return wr3(e.SetWith("missing", []byte("x"), engine.SetOptions{Only: engine.IfPresent}))
 		}, result: "v=0 ok=false"},
 	)
@@ -395,7 +395,7 @@ func TestBadInputs(t *testing.T) {
 			}
 			e, _, evs := badFixture(t)
 			before := snapshot(e)
-			err, res := c.run(e)
+			res, err := c.run(e)
 			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
 				t.Fatalf("error %v, want %v", err, c.want)
 			}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -178,20 +177,6 @@ func TestOpsAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// raceEnabled reports whether the test binary was built with -race.
-var raceEnabled = func() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
-}()
 
 // TestCloseDuringOperations closes an engine while writers, readers,
 // counters, transactions and the expiry loop run (run it with -race).

@@ -17,7 +17,6 @@ type model struct {
 	hwm     int64 // the engine's time never goes backwards: the highest reading
 	m       map[string]mentry
 	maxVer  map[string]uint64 // highest version ever seen per key
-	removed map[Cause]int
 }
 
 type mentry struct {

@@ -79,6 +79,30 @@ func (b *Backend) SlidingWindow(ctx context.Context, d *store.SlidingWindow) err
 	return err
 }
 
+// Idempotency outcomes as the script returns them, and the store values
+// they stand for (the table, not an iota order, ties the two together).
+const (
+	idemAbsent = iota
+	idemClaimed
+	idemRecovered
+	idemInProgress
+	idemCompleted
+	idemMismatch
+	idemReleased
+	idemNotOwner
+)
+
+var idemOutcomes = [...]store.IdemOutcome{
+	idemAbsent:     store.IdemAbsent,
+	idemClaimed:    store.IdemClaimed,
+	idemRecovered:  store.IdemRecovered,
+	idemInProgress: store.IdemInProgress,
+	idemCompleted:  store.IdemCompleted,
+	idemMismatch:   store.IdemMismatch,
+	idemReleased:   store.IdemReleased,
+	idemNotOwner:   store.IdemNotOwner,
+}
+
 var idemOps = [...]string{store.IdemClaim: "claim", store.IdemComplete: "complete", store.IdemRelease: "release", store.IdemInspect: "inspect"}
 
 // Idempotency implements store.Decisions.
@@ -100,7 +124,11 @@ func (b *Backend) Idempotency(ctx context.Context, d *store.Idempotency) error {
 	if err != nil {
 		return err
 	}
-	d.Outcome = store.IdemOutcome(asInt(r[0]))
+	o := asInt(r[0])
+	if o < 0 || o >= int64(len(idemOutcomes)) {
+		return fmt.Errorf("redisstore: unexpected idempotency outcome %d", o)
+	}
+	d.Outcome = idemOutcomes[o]
 	if d.Outcome == store.IdemCompleted {
 		d.StoredResult = []byte(asString(r[1]))
 	}

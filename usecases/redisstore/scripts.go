@@ -216,23 +216,11 @@ end
 return {1, limit - n - cost, 0, reset}
 `)
 
-// Idempotency outcomes as the script returns them (store.IdemOutcome values).
-const (
-	idemAbsent     = 0
-	idemClaimed    = 1
-	idemRecovered  = 2
-	idemInProgress = 3
-	idemCompleted  = 4
-	idemMismatch   = 5
-	idemReleased   = 6
-	idemNotOwner   = 7
-)
-
 // idempotencyScript: KEYS key, ctr; ARGV op (claim, complete, release,
 // inspect), fingerprint, owner, lease_us, retention_ms, result. The record
 // is a hash {st = 'p' | 'c', fp, own, ld = lease deadline (µs), res, ver}.
-// → {-1} corrupt | {outcome, stored_result, holder, prev_owner,
-// lease_left_us, ttl_us}
+// → {-1} corrupt | {outcome (an idem* constant of decide.go),
+// stored_result, holder, prev_owner, lease_left_us, ttl_us}
 var idempotencyScript = script(`
 local k = KEYS[1]
 local op, fp, owner = ARGV[1], ARGV[2], ARGV[3]
