@@ -13,10 +13,10 @@ import (
 
 // model is the reference: a plain map and a manual clock.
 type model struct {
-	clk     *clock.Manual
-	hwm     int64 // the engine's time never goes backwards: the highest reading
-	m       map[string]mentry
-	maxVer  map[string]uint64 // highest version ever seen per key
+	clk    *clock.Manual
+	hwm    int64 // the engine's time never goes backwards: the highest reading
+	m      map[string]mentry
+	maxVer map[string]uint64 // highest version ever seen per key
 }
 
 type mentry struct {
