@@ -3,8 +3,8 @@
 //
 // Each target decodes the fuzzer's bytes into a sequence of operations,
 // runs them against a fresh engine on a manual clock, and checks every
-// result against a reference model of the semantics (package engine's
-// documentation and CONTRACT.md) and against Engine.Check after every
+// result against a reference model of the semantics that package engine's
+// documentation states, and against Engine.Check after every
 // operation. The model learns which entries the engine reclaimed or evicted
 // from the OnRemove listener, and checks that each removal was allowed (an
 // expired entry was due; an evicted one was evictable and a write needed
