@@ -320,7 +320,11 @@ func FuzzIdempotency(f *testing.F) {
 			t.Fatalf("Do after the retention: replayed=%v %v (runs %d)", replayed, err, runs)
 		}
 		// The HTTP form with an arbitrary header value.
-		h := idempotency.Middleware(idempotency.HTTPConfig{Store: s, Scope: func(*http.Request) string { return "fuzz" }}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mw, err := idempotency.NewMiddleware(idempotency.MiddlewareConfig{Store: s, Scope: func(*http.Request) string { return "fuzz" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(201)
 		}))
 		for i := 0; i < 2; i++ {
@@ -420,8 +424,11 @@ func FuzzRateLimit(f *testing.F) {
 				admitted = 0
 			default:
 				// HTTP form with the key as a header.
-				h := ratelimit.Middleware(l, func(r *http.Request) (string, bool) { return r.Header.Get("X-K"), true },
-					http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+				mw, err := ratelimit.NewMiddleware(ratelimit.MiddlewareConfig{Limiter: l, Key: func(r *http.Request) (string, bool) { return r.Header.Get("X-K"), true }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 				req := httptest.NewRequest("GET", "/", nil)
 				req.Header.Set("X-K", strings.Map(func(r rune) rune {
 					if r < ' ' || r == 0x7f {

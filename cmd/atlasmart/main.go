@@ -246,7 +246,11 @@ func payments(ctx context.Context, w *world) error {
 		rw.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(rw, `{"charge":"ch_%d","amount":%s}`, charges, body)
 	})
-	h := idempotency.Middleware(idempotency.HTTPConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-Customer") }}, pay)
+	mw, err := idempotency.NewMiddleware(idempotency.MiddlewareConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-Customer") }})
+	if err != nil {
+		return err
+	}
+	h := mw(pay)
 	send := func(key, amount string) {
 		req := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(amount))
 		req.Header.Set("X-Customer", "cust-9")

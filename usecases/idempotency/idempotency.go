@@ -56,7 +56,7 @@
 // outcome with a context the caller cannot cancel (a client that
 // disconnects after the side effect does not make a retry execute again);
 // if the store still fails, the failure is returned (Do) or reported
-// (HTTPConfig.OnError), the record stays in progress and the recovery path
+// (MiddlewareConfig.Options), the record stays in progress and the recovery path
 // above applies.
 package idempotency
 

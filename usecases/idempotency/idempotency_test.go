@@ -69,7 +69,11 @@ func TestMiddleware(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, "charged %s (#%d)", body, n)
 	})
-	h := idempotency.Middleware(idempotency.HTTPConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-User") }}, handler)
+	mw, err := idempotency.NewMiddleware(idempotency.MiddlewareConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-User") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(handler)
 	do := func(method, path, key, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		if key != "" {

@@ -12,10 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/tidekv/tide/usecases/httpmw"
+	"github.com/tidekv/tide/usecases/store"
 )
 
-// HTTPConfig configures Middleware. Zero fields mean defaults.
-type HTTPConfig struct {
+// MiddlewareConfig configures NewMiddleware. Zero fields mean defaults.
+type MiddlewareConfig struct {
 	// Store holds the records. Required.
 	Store *Store
 	// Required reports whether a request must carry an Idempotency-Key.
@@ -32,26 +35,29 @@ type HTTPConfig struct {
 	// buffered in memory). 0 means 1 MiB; at most MaxBodyLimit; larger
 	// bodies get 413.
 	MaxBody int64
-	// OnError, if set, is told about store failures after the handler ran
-	// (a completion or release that did not reach the store: the record
-	// stays in progress and a retry after the lease is a recovery). nil
-	// means they are logged with slog.Default.
-	OnError func(r *http.Request, err error)
+	// Options customise refusals (400, 409, 413, 422, 500, 503) and report
+	// what a response cannot tell: a completion or release that did not
+	// reach the store after the handler ran (the record stays in progress
+	// and a retry after the lease is a recovery), a completion the store
+	// ignored (another owner had taken the claim over), a stored response
+	// that cannot be replayed. The zero value answers in plain text and
+	// reports nothing.
+	Options httpmw.Options
 }
 
-// MaxBodyLimit bounds HTTPConfig.MaxBody.
+// MaxBodyLimit bounds MiddlewareConfig.MaxBody.
 const MaxBodyLimit = 1 << 30
 
 // validate fills in defaults and reports a configuration the middleware
 // cannot keep its promises with.
-func (cfg *HTTPConfig) validate() error {
+func (cfg *MiddlewareConfig) validate() error {
 	switch {
 	case cfg.Store == nil:
-		return fmt.Errorf("%w: HTTPConfig.Store is nil", ErrInvalidConfig)
+		return fmt.Errorf("%w: MiddlewareConfig.Store is nil", ErrInvalidConfig)
 	case cfg.Scope == nil:
-		return fmt.Errorf("%w: HTTPConfig.Scope is nil (keys of different callers would collide)", ErrInvalidConfig)
+		return fmt.Errorf("%w: MiddlewareConfig.Scope is nil (keys of different callers would collide)", ErrInvalidConfig)
 	case cfg.MaxBody < 0 || cfg.MaxBody > MaxBodyLimit:
-		return fmt.Errorf("%w: HTTPConfig.MaxBody = %d, want 0..%d", ErrInvalidConfig, cfg.MaxBody, MaxBodyLimit)
+		return fmt.Errorf("%w: MiddlewareConfig.MaxBody = %d, want 0..%d", ErrInvalidConfig, cfg.MaxBody, MaxBodyLimit)
 	}
 	if cfg.Required == nil {
 		cfg.Required = func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodPatch }
@@ -59,22 +65,7 @@ func (cfg *HTTPConfig) validate() error {
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 1 << 20
 	}
-	if cfg.OnError == nil {
-		cfg.OnError = func(r *http.Request, err error) {
-			slog.Default().Error("tide: idempotency outcome not recorded", "method", r.Method, "path", r.URL.Path, "err", err)
-		}
-	}
 	return nil
-}
-
-// NewMiddleware returns the middleware of Middleware as a function that
-// wraps a handler, or an error wrapping ErrInvalidConfig if cfg has no
-// Store or no Scope, or an out-of-range MaxBody.
-func NewMiddleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	return func(next http.Handler) http.Handler { return middleware(cfg, next) }, nil
 }
 
 // RecoveryHeader is set on the request passed to the handler when it runs
@@ -86,8 +77,11 @@ const RecoveryHeader = "Idempotency-Recovery"
 // ReplayedHeader is set to "true" on a replayed response.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// Middleware makes next idempotent on the Idempotency-Key request header
-// (IETF draft-ietf-httpapi-idempotency-key-header):
+// NewMiddleware returns a middleware that makes the next handler
+// idempotent on the Idempotency-Key request header (IETF
+// draft-ietf-httpapi-idempotency-key-header), or an error wrapping
+// ErrInvalidConfig if cfg has no Store or no Scope, or an out-of-range
+// MaxBody. Answers:
 //
 //   - missing where required: 400 Bad Request;
 //   - same key, different payload (method, path or body): 422
@@ -104,26 +98,25 @@ const ReplayedHeader = "Idempotent-Replayed"
 // answer 503 without running next. The outcome is recorded with a context
 // the client cannot cancel (bounded by the Store's FinishTimeout), so a
 // client that disconnects while next runs does not make a retry run it
-// again; a failure to record is reported to OnError.
-//
-// A configuration NewMiddleware rejects (no Store, no Scope, a MaxBody out
-// of range) makes every request answer 500 without running next.
-func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
+// again; a failure to record is reported through cfg.Options. Refusals are
+// written by cfg.Options' Responder.
+func NewMiddleware(cfg MiddlewareConfig) (func(http.Handler) http.Handler, error) {
 	if err := cfg.validate(); err != nil {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-		})
+		return nil, err
 	}
-	return middleware(cfg, next)
+	return func(next http.Handler) http.Handler { return middleware(cfg, next) }, nil
 }
 
-func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
-	required, maxBody := cfg.Required, cfg.MaxBody
+func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
+	required, maxBody, opts := cfg.Required, cfg.MaxBody, cfg.Options
+	refuse := func(w http.ResponseWriter, r *http.Request, status int, msg string, err error) {
+		opts.Respond(w, r, httpmw.Problem{Status: status, Message: msg, Err: err})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" {
 			if required(r) {
-				http.Error(w, "Idempotency-Key header required", http.StatusBadRequest)
+				refuse(w, r, http.StatusBadRequest, "Idempotency-Key header required", ErrInvalidKey)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -133,49 +126,36 @@ func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 		if r.Body != nil {
 			b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 			if err != nil {
-				http.Error(w, "cannot read body", http.StatusBadRequest)
+				refuse(w, r, http.StatusBadRequest, "cannot read body", err)
 				return
 			}
 			if int64(len(b)) > maxBody {
-				http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+				refuse(w, r, http.StatusRequestEntityTooLarge, "body too large", nil)
 				return
 			}
 			body = b
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		k := Key{Scope: cfg.Scope(r), Operation: r.Method + " " + r.URL.Path, Key: key}
+		attrs := []slog.Attr{slog.String("key", cfg.Store.StoreKey(k)), slog.String("operation", k.Operation)}
 		fp := Fingerprint([]byte(r.Method), []byte(r.URL.RequestURI()), body)
 		c, err := cfg.Store.Claim(r.Context(), k, fp)
 		switch {
 		case errors.Is(err, ErrMismatch):
-			http.Error(w, "Idempotency-Key reused with a different request", http.StatusUnprocessableEntity)
+			refuse(w, r, http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request", err)
 			return
 		case err != nil:
-			http.Error(w, "idempotency store unavailable", http.StatusServiceUnavailable)
+			opts.Report(r, slog.LevelError, "tide: idempotency claim failed; request refused", err, attrs...)
+			refuse(w, r, http.StatusServiceUnavailable, "idempotency store unavailable", err)
 			return
 		}
 		switch c.State {
 		case InProgress:
 			w.Header().Set("Retry-After", strconv.FormatInt(max(int64((c.RetryAfter+time.Second-1)/time.Second), 1), 10))
-			http.Error(w, "a request with this Idempotency-Key is in progress", http.StatusConflict)
+			refuse(w, r, http.StatusConflict, "a request with this Idempotency-Key is in progress", &InProgressError{RetryAfter: c.RetryAfter})
 			return
 		case Completed:
-			var resp storedResponse
-			if c.Err != nil {
-				http.Error(w, c.Err.Error(), http.StatusInternalServerError)
-				return
-			}
-			if json.Unmarshal(c.Result, &resp) != nil || resp.Status < 100 || resp.Status > 999 {
-				http.Error(w, "corrupt stored response", http.StatusInternalServerError)
-				return
-			}
-			h := w.Header()
-			for _, kv := range resp.Header {
-				h[string(kv[0])] = append(h[string(kv[0])], string(kv[1]))
-			}
-			h.Set(ReplayedHeader, "true")
-			w.WriteHeader(resp.Status)
-			w.Write(resp.Body)
+			replay(w, r, opts, c, attrs)
 			return
 		case Recover:
 			r.Header.Set(RecoveryHeader, c.PrevOwner)
@@ -189,8 +169,11 @@ func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 		// happened, and a retry must replay it rather than run it again.
 		fctx, cancel := cfg.Store.detach(r.Context())
 		if rec.status >= 500 {
-			if err := cfg.Store.Release(fctx, k, c.Owner); err != nil && !errors.Is(err, ErrNotOwner) && !errors.Is(err, ErrNotFound) {
-				cfg.OnError(r, fmt.Errorf("release after status %d: %w", rec.status, err))
+			switch err := cfg.Store.Release(fctx, k, c.Owner); {
+			case errors.Is(err, ErrNotOwner), errors.Is(err, ErrNotFound):
+				opts.Report(r, slog.LevelWarn, "tide: idempotency release ignored", err, append(attrs, slog.Int("status", rec.status))...)
+			case err != nil:
+				opts.Report(r, slog.LevelError, "tide: idempotency release failed; the record stays in progress until its lease lapses", err, append(attrs, slog.Int("status", rec.status))...)
 			}
 		} else {
 			resp := storedResponse{Status: rec.status, Body: rec.body.Bytes()}
@@ -200,8 +183,13 @@ func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 				}
 			}
 			enc, _ := json.Marshal(resp)
-			if _, err := cfg.Store.Complete(fctx, k, c.Owner, enc); err != nil {
-				cfg.OnError(r, fmt.Errorf("complete: %w", err))
+			switch stored, err := cfg.Store.Complete(fctx, k, c.Owner, enc); {
+			case errors.Is(err, ErrNotOwner), errors.Is(err, ErrNotFound):
+				opts.Report(r, slog.LevelWarn, "tide: idempotency completion ignored; duplicates will not get this response", err, attrs...)
+			case err != nil && !errors.Is(err, ErrFailed):
+				opts.Report(r, slog.LevelError, "tide: idempotency completion failed; the record stays in progress until its lease lapses", err, attrs...)
+			case err != nil || !bytes.Equal(stored, enc):
+				opts.Report(r, slog.LevelWarn, "tide: idempotency completion ignored; duplicates will not get this response", ErrCompletedElsewhere, attrs...)
 			}
 		}
 		cancel()
@@ -212,6 +200,28 @@ func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 		w.WriteHeader(rec.status)
 		w.Write(rec.body.Bytes())
 	})
+}
+
+// replay writes a completed claim's stored response.
+func replay(w http.ResponseWriter, r *http.Request, opts httpmw.Options, c Claim, attrs []slog.Attr) {
+	if c.Err != nil {
+		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: c.Err.Error(), Err: c.Err})
+		return
+	}
+	var resp storedResponse
+	if err := json.Unmarshal(c.Result, &resp); err != nil || resp.Status < 100 || resp.Status > 999 {
+		err = fmt.Errorf("%w: stored response (status %d): %v", store.ErrCorrupt, resp.Status, err)
+		opts.Report(r, slog.LevelError, "tide: idempotency stored response cannot be replayed", err, attrs...)
+		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: "corrupt stored response", Err: err})
+		return
+	}
+	h := w.Header()
+	for _, kv := range resp.Header {
+		h[string(kv[0])] = append(h[string(kv[0])], string(kv[1]))
+	}
+	h.Set(ReplayedHeader, "true")
+	w.WriteHeader(resp.Status)
+	w.Write(resp.Body)
 }
 
 // storedResponse is a response as stored: header names and values as bytes

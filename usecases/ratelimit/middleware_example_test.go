@@ -12,7 +12,7 @@ import (
 	"github.com/tidekv/tide/usecases/store/embedded"
 )
 
-func ExampleMiddleware() {
+func ExampleNewMiddleware() {
 	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, _ := engine.New(engine.Config{Clock: clk})
 	defer e.Close()
@@ -22,7 +22,12 @@ func ExampleMiddleware() {
 		tok := r.Header.Get("Authorization")
 		return tok, tok != ""
 	}
-	h := ratelimit.Middleware(l, byToken, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw, err := ratelimit.NewMiddleware(ratelimit.MiddlewareConfig{Limiter: l, Key: byToken})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "results")
 	}))
 	for range 3 {

@@ -68,10 +68,14 @@ func TestMiddleware(t *testing.T) {
 	b, clk := storetest.NewEmbedded(t)
 	l, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 2, Period: time.Minute})
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
-	h := ratelimit.Middleware(l, func(r *http.Request) (string, bool) {
+	mw, err := ratelimit.NewMiddleware(ratelimit.MiddlewareConfig{Limiter: l, Key: func(r *http.Request) (string, bool) {
 		k := r.Header.Get("X-Org")
 		return k, k != ""
-	}, ok)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(ok)
 	do := func(org string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", "/", nil)
@@ -111,7 +115,8 @@ func TestMiddleware(t *testing.T) {
 	flaky.Down.Store(true)
 	l2, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: flaky, Limit: 2, Period: time.Minute})
 	rec := httptest.NewRecorder()
-	ratelimit.Middleware(l2, func(*http.Request) (string, bool) { return "x", true }, ok).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	mw2, _ := ratelimit.NewMiddleware(ratelimit.MiddlewareConfig{Limiter: l2, Key: func(*http.Request) (string, bool) { return "x", true }})
+	mw2(ok).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("store down, fail closed: got %d (Retry-After %q), want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
