@@ -40,7 +40,9 @@
 // Writes return the store's error. Cached serves a stale copy when the
 // store fails only within MaxStaleness; after that it returns the error —
 // Enabled then answers false (fail closed: a feature stays off when its
-// state is unknown).
+// state is unknown). Every store failure, and every fail-closed answer of
+// Enabled, is reported to Config.Logger (and the failures to
+// Config.OnError) with the flag's name.
 package flag
 
 import (
@@ -48,6 +50,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -55,6 +58,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/usecases/internal/report"
 	"github.com/tidekv/tide/usecases/store"
 )
 
@@ -154,6 +158,15 @@ type Config struct {
 	// LocalClock measures cache age (the store's clock is elsewhere). nil
 	// means clock.Real.
 	LocalClock clock.Clock
+	// Logger receives a record for every store failure, with the flag's
+	// name: the ones returned (Get, writes), the ones decided around
+	// (Enabled answering false, fail closed) and the poller's. nil means
+	// none.
+	Logger *slog.Logger
+	// OnError, if set, is called with each of those after it is logged,
+	// with the flag's name. It must be safe for concurrent use and should
+	// not block.
+	OnError func(ctx context.Context, name string, err error)
 }
 
 // Store is a feature-flag store over a store.Backend. Create it with New;
@@ -162,6 +175,7 @@ type Config struct {
 // watcher goroutine, if one was started.
 type Store struct {
 	cfg Config
+	rep report.Reporter
 
 	mu       sync.Mutex
 	cache    map[string]cached
@@ -206,7 +220,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.LocalClock == nil {
 		cfg.LocalClock = clock.Real{}
 	}
-	return &Store{cfg: cfg, cache: map[string]cached{}, watchers: map[string][]*watcher{}, done: make(chan struct{})}, nil
+	return &Store{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}, cache: map[string]cached{}, watchers: map[string][]*watcher{}, done: make(chan struct{})}, nil
 }
 
 func (s *Store) keys(name string) (string, string) {
@@ -243,12 +257,18 @@ func (f Flag) On(unit string) bool {
 func (s *Store) Get(ctx context.Context, name string) (Flag, bool, error) {
 	k, _ := s.keys(name)
 	it, ok, err := s.cfg.Backend.Get(ctx, k)
-	if !ok || err != nil {
+	if err != nil {
+		s.rep.Report(ctx, slog.LevelError, "tide: flag read failed", name, err)
 		return Flag{}, false, err
+	}
+	if !ok {
+		return Flag{}, false, nil
 	}
 	var r wireRecord
 	if err := json.Unmarshal(it.Value, &r); err != nil {
-		return Flag{}, false, fmt.Errorf("%w: flag %q: %v", store.ErrCorrupt, name, err)
+		err = fmt.Errorf("%w: flag %q: %v", store.ErrCorrupt, name, err)
+		s.rep.Report(ctx, slog.LevelError, "tide: flag read failed", name, err)
+		return Flag{}, false, err
 	}
 	f := Flag{Name: name, State: r.State.state(), Revision: r.Revision, UpdatedAt: r.UpdatedAt, UpdatedBy: string(r.UpdatedBy), version: it.Version}
 	s.remember(f, true)
@@ -285,10 +305,18 @@ func (s *Store) Cached(ctx context.Context, name string) (Flag, bool, error) {
 }
 
 // Enabled reports whether name is on for unit, through the cache. A
-// missing flag, or one whose state cannot be read, is off.
+// missing flag, or one whose state cannot be read, is off; that decision
+// is logged on Config.Logger (the store failure itself was reported by
+// the read).
 func (s *Store) Enabled(ctx context.Context, name, unit string) bool {
 	f, ok, err := s.Cached(ctx, name)
-	return err == nil && ok && f.On(unit)
+	if err != nil {
+		if l := s.cfg.Logger; l != nil {
+			l.LogAttrs(ctx, slog.LevelWarn, "tide: flag state unknown; answering off (fail closed)", slog.String("key", name), slog.Any("err", err))
+		}
+		return false
+	}
+	return ok && f.On(unit)
 }
 
 func validState(st State) error {
@@ -309,6 +337,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	}
 	now, err := s.cfg.Backend.Now(ctx)
 	if err != nil {
+		s.rep.Report(ctx, slog.LevelError, "tide: flag write failed", name, err)
 		return Flag{}, err
 	}
 	rec := wireRecord{State: toWire(next), Revision: 1, UpdatedAt: now, UpdatedBy: []byte(actor)}
@@ -326,6 +355,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	k, ak := s.keys(name)
 	d := &store.FlagWrite{Key: k, IfVersion: ifVersion, Value: val, AuditKey: ak, Audit: aud, AuditKeep: s.cfg.AuditKeep}
 	if err := s.cfg.Backend.FlagWrite(ctx, d); err != nil {
+		s.rep.Report(ctx, slog.LevelError, "tide: flag write failed", name, err)
 		return Flag{}, err
 	}
 	if !d.OK {
@@ -398,8 +428,12 @@ func (s *Store) SetRollout(ctx context.Context, name string, bp int, actor, reas
 func (s *Store) History(ctx context.Context, name string) ([]AuditRecord, error) {
 	_, ak := s.keys(name)
 	it, ok, err := s.cfg.Backend.Get(ctx, ak)
-	if !ok || err != nil {
+	if err != nil {
+		s.rep.Report(ctx, slog.LevelError, "tide: flag audit log read failed", name, err)
 		return nil, err
+	}
+	if !ok {
+		return nil, nil
 	}
 	recs, err := store.DecodeLog(it.Value)
 	if err != nil {

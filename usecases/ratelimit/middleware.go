@@ -38,7 +38,8 @@ type MiddlewareConfig struct {
 //     seconds, rounded up, at least 1);
 //   - store failed, limiter FailClosed: 503 Service Unavailable with
 //     Retry-After; FailOpen: the next handler runs. Either way the failure
-//     is reported through cfg.Options (its key logged as by LogKey).
+//     is reported through cfg.Options with the key (an IP address as it
+//     is, any other key hashed: it may be a token).
 //
 // Refusals are written by cfg.Options' Responder with a httpmw.Problem
 // whose Err is nil for 429 and wraps ErrStore for 503.
