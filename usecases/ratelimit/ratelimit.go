@@ -180,6 +180,8 @@ type Limiter struct {
 	cfg      Config
 	interval time.Duration
 	rep      report.Reporter
+	// afterFunc, if set, replaces time.After in WaitN (tests).
+	afterFunc func(time.Duration) <-chan time.Time
 }
 
 // New returns a Limiter for cfg, or an error wrapping ErrInvalidConfig.
