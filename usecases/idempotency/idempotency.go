@@ -17,7 +17,9 @@
 // Claim, Complete and Fail share one encoding of the outcome, so they mix
 // freely on one key. Only the owner can complete or release. A
 // duplicate while in progress gets ErrInProgress with a retry hint (the
-// lease's remaining time), never a second execution.
+// lease's remaining time), never a second execution; the HTTP middleware
+// can instead let it wait for the outcome (MiddlewareConfig.WaitInProgress)
+// and answers 409 with a one-second Retry-After when it does not.
 //
 // # TTL kind
 //

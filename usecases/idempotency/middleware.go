@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/tidekv/tide/usecases/httpmw"
@@ -35,6 +35,15 @@ type MiddlewareConfig struct {
 	// buffered in memory). 0 means 1 MiB; at most MaxBodyLimit; larger
 	// bodies get 413.
 	MaxBody int64
+	// WaitInProgress is how long a duplicate that arrives while the first
+	// request with its key runs waits for that request's outcome before
+	// answering 409. While it waits it asks the store again, with backoff
+	// from 10 ms up to 250 ms between asks, and ends as soon as the
+	// outcome is known: the stored response is replayed, or, if the first
+	// request released the claim (a 5xx) or its lease lapsed, the
+	// duplicate runs the handler itself as any retry would. 0 (the
+	// default) does not wait: 409 at once. At most the Store's Lease.
+	WaitInProgress time.Duration
 	// Options customise refusals (400, 409, 413, 422, 500, 503) and report
 	// what a response cannot tell: a completion or release that did not
 	// reach the store after the handler ran (the record stays in progress
@@ -58,6 +67,8 @@ func (cfg *MiddlewareConfig) validate() error {
 		return fmt.Errorf("%w: MiddlewareConfig.Scope is nil (keys of different callers would collide)", ErrInvalidConfig)
 	case cfg.MaxBody < 0 || cfg.MaxBody > MaxBodyLimit:
 		return fmt.Errorf("%w: MiddlewareConfig.MaxBody = %d, want 0..%d", ErrInvalidConfig, cfg.MaxBody, MaxBodyLimit)
+	case cfg.WaitInProgress < 0 || cfg.WaitInProgress > cfg.Store.cfg.Lease:
+		return fmt.Errorf("%w: MiddlewareConfig.WaitInProgress = %v, want 0..%v (the Store's Lease)", ErrInvalidConfig, cfg.WaitInProgress, cfg.Store.cfg.Lease)
 	}
 	if cfg.Required == nil {
 		cfg.Required = func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodPatch }
@@ -71,8 +82,19 @@ func (cfg *MiddlewareConfig) validate() error {
 // RecoveryHeader is set on the request passed to the handler when it runs
 // as the recovery of a claim whose previous owner died before completing:
 // the handler must check downstream whether the side effect already
-// happened before doing it again. Its value is the dead owner's token.
+// happened before doing it again. Its value is the dead owner's token. A
+// header of that name sent by the client is removed, so it cannot be
+// forged; RecoveryFrom reports the same from the request's context.
 const RecoveryHeader = "Idempotency-Recovery"
+
+type recoveryKey struct{}
+
+// RecoveryFrom reports whether the request whose context is ctx runs as a
+// recovery (see RecoveryHeader), and the dead owner's token.
+func RecoveryFrom(ctx context.Context) (prevOwner string, ok bool) {
+	prevOwner, ok = ctx.Value(recoveryKey{}).(string)
+	return prevOwner, ok
+}
 
 // ReplayedHeader is set to "true" on a replayed response.
 const ReplayedHeader = "Idempotent-Replayed"
@@ -86,8 +108,11 @@ const ReplayedHeader = "Idempotent-Replayed"
 //   - missing where required: 400 Bad Request;
 //   - same key, different payload (method, path or body): 422
 //     Unprocessable Content;
-//   - same key while the first request runs: 409 Conflict with
-//     Retry-After;
+//   - same key while the first request runs: the duplicate waits up to
+//     WaitInProgress for the first one's outcome (by default it does not
+//     wait), then answers 409 Conflict with Retry-After: 1 (a short
+//     retry: the first request is likely to finish well before its
+//     lease, which only bounds a crashed one);
 //   - same key after completion: the stored status, headers and body,
 //     with Idempotent-Replayed: true;
 //   - otherwise next runs once; a response below 500 is stored and
@@ -100,6 +125,22 @@ const ReplayedHeader = "Idempotent-Replayed"
 // client that disconnects while next runs does not make a retry run it
 // again; a failure to record is reported through cfg.Options. Refusals are
 // written by cfg.Options' Responder.
+//
+// # When the handler runs again
+//
+// The handler runs once per key, except:
+//
+//   - after a 5xx response the claim is released: the next request with
+//     the key runs the handler afresh (use 5xx only for failures before
+//     any side effect);
+//   - when an earlier run left no outcome — its process died, it ran
+//     longer than the Store's Lease, or its outcome could not be recorded
+//     (reported through cfg.Options) — the first request with the key
+//     after the lease lapsed runs the handler as a recovery: its request
+//     carries the RecoveryHeader (the dead owner's token), and
+//     RecoveryFrom(r.Context()) reports it. The side effect may have
+//     happened: the handler must check downstream (for example by the
+//     key) before doing it again.
 func NewMiddleware(cfg MiddlewareConfig) (func(http.Handler) http.Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -149,9 +190,22 @@ func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
 			refuse(w, r, http.StatusServiceUnavailable, "idempotency store unavailable", err)
 			return
 		}
+		if c.State == InProgress && cfg.WaitInProgress > 0 {
+			c, err = waitOutcome(r.Context(), cfg.Store, k, fp, c, cfg.WaitInProgress)
+			switch {
+			case errors.Is(err, ErrMismatch):
+				refuse(w, r, http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request", err)
+				return
+			case err != nil:
+				opts.Report(r, slog.LevelError, "tide: idempotency claim failed; request refused", err, attrs...)
+				refuse(w, r, http.StatusServiceUnavailable, "idempotency store unavailable", err)
+				return
+			}
+		}
+		r.Header.Del(RecoveryHeader)
 		switch c.State {
 		case InProgress:
-			w.Header().Set("Retry-After", strconv.FormatInt(max(int64((c.RetryAfter+time.Second-1)/time.Second), 1), 10))
+			w.Header().Set("Retry-After", "1")
 			refuse(w, r, http.StatusConflict, "a request with this Idempotency-Key is in progress", &InProgressError{RetryAfter: c.RetryAfter})
 			return
 		case Completed:
@@ -159,6 +213,7 @@ func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
 			return
 		case Recover:
 			r.Header.Set(RecoveryHeader, c.PrevOwner)
+			r = r.WithContext(context.WithValue(r.Context(), recoveryKey{}, c.PrevOwner))
 		}
 		rec := &recorder{header: http.Header{}, status: 0}
 		next.ServeHTTP(rec, r)
@@ -200,6 +255,39 @@ func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
 		w.WriteHeader(rec.status)
 		w.Write(rec.body.Bytes())
 	})
+}
+
+// waitOutcome claims k again, with backoff, until the claim is no longer
+// in progress, wait has passed, or ctx is done; it returns the last
+// claim. Each ask is a claim, so a released key is claimed (the caller
+// executes) and a lapsed lease is recovered, exactly as a client's retry
+// would be.
+func waitOutcome(ctx context.Context, s *Store, k Key, fp []byte, c Claim, wait time.Duration) (Claim, error) {
+	deadline := time.Now().Add(wait)
+	pause := 10 * time.Millisecond
+	for c.State == InProgress {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return c, nil
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return c, nil
+		case <-t.C:
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+		next, err := s.Claim(ctx, k, fp)
+		if err != nil {
+			if ctx.Err() != nil {
+				return c, nil // the client left: it gets the 409 nobody reads
+			}
+			return next, err
+		}
+		c = next
+	}
+	return c, nil
 }
 
 // replay writes a completed claim's stored response.
