@@ -1,4 +1,4 @@
-// Package flag stores feature flags: versioned records with
+// Package featureflag stores feature flags: versioned records with
 // compare-and-set writes, an audit log written in the same atomic step,
 // history and rollback, percentage rollouts, a kill switch, change
 // watchers and a local read-through cache with an explicit staleness
@@ -14,7 +14,9 @@
 // atomic store step (store.FlagWrite): there is no flag change without its
 // audit record, and no audit record without its change.
 //
-// Rollout is in basis points of 10,000 buckets. A unit (user, account) is
+// Rollout is in basis points (hundredths of a percent) of 10,000 buckets;
+// Percent converts a percentage (Percent(12.5) is 1250). A unit (user,
+// account) is
 // in the rollout iff Bucket(flag, salt, unit) < Rollout, where Bucket is
 // xxhash64 of (flag, salt, unit) mod 10,000: stable across processes and
 // restarts, and raising Rollout keeps everyone already in. Changing the
@@ -43,7 +45,7 @@
 // state is unknown). Every store failure, and every fail-closed answer of
 // Enabled, is reported to Config.Logger (and the failures to
 // Config.OnError) with the flag's name.
-package flag
+package featureflag
 
 import (
 	"context"
@@ -51,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -72,12 +75,28 @@ type State struct {
 	// Killed forces the flag off for everyone (the kill switch).
 	Killed bool
 	// Rollout is the share of units the flag is on for, in basis points
+	// (hundredths of a percent: use Percent to give a percentage)
 	// (0..10000). A new flag's 0 means nobody; 10000 means everyone.
 	Rollout int
 	// Salt is mixed into the bucket hash. "" means the flag's name. Any
 	// bytes round-trip exactly.
 	Salt string
 }
+
+// Percent returns the rollout in basis points for pct percent: Percent(12.5)
+// is 1250, Percent(100) is Buckets. pct must lie in 0..100 with at most two
+// decimals (a basis point is the finest share); anything else, NaN
+// included, is an error wrapping ErrInvalidFlag.
+func Percent(pct float64) (int, error) {
+	bp := math.Round(pct * 100)
+	if !(pct >= 0 && pct <= 100) || math.Abs(pct*100-bp) > 1e-6 {
+		return 0, fmt.Errorf("%w: rollout %v%%, want 0..100 in steps of 0.01", ErrInvalidFlag, pct)
+	}
+	return int(bp), nil
+}
+
+// RolloutPercent returns the rollout as a percentage (Rollout / 100).
+func (s State) RolloutPercent() float64 { return float64(s.Rollout) / 100 }
 
 // Flag is a flag's current record.
 type Flag struct {
@@ -419,7 +438,8 @@ func (s *Store) Unkill(ctx context.Context, name, actor, reason string) (Flag, e
 	return s.Modify(ctx, name, func(st *State) error { st.Killed = false; return nil }, actor, reason)
 }
 
-// SetRollout sets name's rollout to basis points bp (0..10000).
+// SetRollout sets name's rollout to basis points bp (0..10000; see
+// Percent).
 func (s *Store) SetRollout(ctx context.Context, name string, bp int, actor, reason string) (Flag, error) {
 	return s.Modify(ctx, name, func(st *State) error { st.Rollout = bp; return nil }, actor, reason)
 }

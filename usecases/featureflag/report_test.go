@@ -1,11 +1,11 @@
-package flag_test
+package featureflag_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/tidekv/tide/usecases/flag"
+	"github.com/tidekv/tide/usecases/featureflag"
 	"github.com/tidekv/tide/usecases/store/storetest"
 )
 
@@ -17,12 +17,12 @@ func TestEnabledReportsFailClosed(t *testing.T) {
 	flaky := &storetest.Flaky{Backend: b}
 	logs, logger := storetest.NewLogs()
 	var hooked []string
-	s, err := flag.New(flag.Config{Backend: flaky, Logger: logger, OnError: func(_ context.Context, name string, err error) { hooked = append(hooked, name) }})
+	s, err := featureflag.New(featureflag.Config{Backend: flaky, Logger: logger, OnError: func(_ context.Context, name string, err error) { hooked = append(hooked, name) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := s.Create(ctx, "checkout", flag.State{Enabled: true, Rollout: flag.Buckets}, "ops", "launch"); err != nil {
+	if _, err := s.Create(ctx, "checkout", featureflag.State{Enabled: true, Rollout: featureflag.Buckets}, "ops", "launch"); err != nil {
 		t.Fatal(err)
 	}
 	flaky.Down.Store(true)
