@@ -14,7 +14,7 @@ import (
 
 	"github.com/tidekv/tide/clock"
 	"github.com/tidekv/tide/engine"
-	"github.com/tidekv/tide/usecases/flag"
+	"github.com/tidekv/tide/usecases/featureflag"
 	"github.com/tidekv/tide/usecases/idempotency"
 	"github.com/tidekv/tide/usecases/lease"
 	"github.com/tidekv/tide/usecases/ratelimit"
@@ -320,7 +320,11 @@ func FuzzIdempotency(f *testing.F) {
 			t.Fatalf("Do after the retention: replayed=%v %v (runs %d)", replayed, err, runs)
 		}
 		// The HTTP form with an arbitrary header value.
-		h := idempotency.Middleware(idempotency.HTTPConfig{Store: s, Scope: func(*http.Request) string { return "fuzz" }}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mw, err := idempotency.NewMiddleware(idempotency.MiddlewareConfig{Store: s, Scope: func(*http.Request) string { return "fuzz" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(201)
 		}))
 		for i := 0; i < 2; i++ {
@@ -420,8 +424,11 @@ func FuzzRateLimit(f *testing.F) {
 				admitted = 0
 			default:
 				// HTTP form with the key as a header.
-				h := ratelimit.Middleware(l, func(r *http.Request) (string, bool) { return r.Header.Get("X-K"), true },
-					http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+				mw, err := ratelimit.NewMiddleware(ratelimit.MiddlewareConfig{Limiter: l, Key: func(r *http.Request) (string, bool) { return r.Header.Get("X-K"), true }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 				req := httptest.NewRequest("GET", "/", nil)
 				req.Header.Set("X-K", strings.Map(func(r rune) rune {
 					if r < ' ' || r == 0x7f {
@@ -551,7 +558,7 @@ func FuzzFlag(f *testing.F) {
 	f.Add("f\x00g", "\xff", []byte{3, 3, 1, 0, 2, 5}, 10000, 0)
 	f.Fuzz(func(t *testing.T, name, salt string, data []byte, p1, p2 int) {
 		b, _, e := newBackend(t)
-		s, err := flag.New(flag.Config{Backend: b})
+		s, err := featureflag.New(featureflag.Config{Backend: b})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -560,10 +567,10 @@ func FuzzFlag(f *testing.F) {
 		if !f12Fixed { // finding F12: a salt or name that is not UTF-8 changes on the round trip
 			name, salt = utf8Lossy(name), utf8Lossy(salt)
 		}
-		badRollout := func(p int) bool { return p < 0 || p > flag.Buckets }
-		fl, err := s.Create(ctx, name, flag.State{Enabled: true, Rollout: p1, Salt: salt}, "fuzz", "create")
+		badRollout := func(p int) bool { return p < 0 || p > featureflag.Buckets }
+		fl, err := s.Create(ctx, name, featureflag.State{Enabled: true, Rollout: p1, Salt: salt}, "fuzz", "create")
 		if name == "" || badRollout(p1) {
-			if !errors.Is(err, flag.ErrInvalidFlag) {
+			if !errors.Is(err, featureflag.ErrInvalidFlag) {
 				t.Fatalf("Create(%q, rollout %d): %v, want ErrInvalidFlag", name, p1, err)
 			}
 			if _, ok, _ := s.Get(ctx, name); ok && name != "" {
@@ -580,8 +587,8 @@ func FuzzFlag(f *testing.F) {
 			units = append(units, r.str(12))
 		}
 		for _, u := range units {
-			bk := flag.Bucket(name, salt, u)
-			if bk < 0 || bk >= flag.Buckets || bk != flag.Bucket(name, salt, u) {
+			bk := featureflag.Bucket(name, salt, u)
+			if bk < 0 || bk >= featureflag.Buckets || bk != featureflag.Bucket(name, salt, u) {
 				t.Fatalf("Bucket(%q, %q, %q) = %d", name, salt, u, bk)
 			}
 		}
@@ -593,7 +600,7 @@ func FuzzFlag(f *testing.F) {
 			case 0:
 				fl, err = s.SetRollout(ctx, name, p2, "fuzz", "")
 				if badRollout(p2) {
-					if !errors.Is(err, flag.ErrInvalidFlag) {
+					if !errors.Is(err, featureflag.ErrInvalidFlag) {
 						t.Fatalf("SetRollout(%d): %v, want ErrInvalidFlag", p2, err)
 					}
 					fl = prev
@@ -631,7 +638,7 @@ func FuzzFlag(f *testing.F) {
 				rev := uint64(r.u8()) % (revs + 2)
 				fl, err = s.Rollback(ctx, name, rev, "fuzz", "")
 				if rev == 0 || rev > revs {
-					if !errors.Is(err, flag.ErrInvalidFlag) {
+					if !errors.Is(err, featureflag.ErrInvalidFlag) {
 						t.Fatalf("Rollback to unknown revision %d of %d: %v", rev, revs, err)
 					}
 					fl = prev
@@ -643,8 +650,8 @@ func FuzzFlag(f *testing.F) {
 				revs++
 			case 4:
 				p := int(int8(r.u8())) * 100
-				_, err := s.Update(ctx, prev, flag.State{Enabled: true, Rollout: p}, "fuzz", "")
-				if badRollout(p) && !errors.Is(err, flag.ErrInvalidFlag) {
+				_, err := s.Update(ctx, prev, featureflag.State{Enabled: true, Rollout: p}, "fuzz", "")
+				if badRollout(p) && !errors.Is(err, featureflag.ErrInvalidFlag) {
 					t.Fatalf("Update with rollout %d: %v", p, err)
 				}
 				if err == nil {

@@ -4,7 +4,7 @@
 //   - usecases/session: server-side web sessions (sliding idle timeout
 //     capped by an absolute deadline, rotation, revocation, cookie
 //     middleware);
-//   - usecases/flag: feature flags (versioned CAS writes with an atomic
+//   - usecases/featureflag: feature flags (versioned CAS writes with an atomic
 //     audit log, rollback, percentage rollout, kill switch, watchers,
 //     bounded-staleness cache);
 //   - usecases/ratelimit: token bucket (GCRA), fixed and sliding window

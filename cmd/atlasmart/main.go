@@ -28,7 +28,7 @@ import (
 
 	"github.com/tidekv/tide/clock"
 	"github.com/tidekv/tide/engine"
-	"github.com/tidekv/tide/usecases/flag"
+	"github.com/tidekv/tide/usecases/featureflag"
 	"github.com/tidekv/tide/usecases/idempotency"
 	"github.com/tidekv/tide/usecases/lease"
 	"github.com/tidekv/tide/usecases/ratelimit"
@@ -153,17 +153,17 @@ func sessions(ctx context.Context, w *world) error {
 }
 
 func flags(ctx context.Context, w *world) error {
-	fs, err := flag.New(flag.Config{Backend: w.b})
+	fs, err := featureflag.New(featureflag.Config{Backend: w.b})
 	if err != nil {
 		return err
 	}
 	defer fs.Close()
-	f, err := fs.Create(ctx, "one-click-checkout", flag.State{Enabled: true, Rollout: 1000}, "ana", "launch to 10%")
+	f, err := fs.Create(ctx, "one-click-checkout", featureflag.State{Enabled: true, Rollout: 1000}, "ana", "launch to 10%")
 	if err != nil {
 		return err
 	}
 	w.say("ana creates one-click-checkout at 10%% (revision %d)", f.Revision)
-	stop, _ := fs.Watch("one-click-checkout", func(f flag.Flag) {
+	stop, _ := fs.Watch("one-click-checkout", func(f featureflag.Flag) {
 		w.say("  watcher: revision %d now (rollout %d bp, killed %v)", f.Revision, f.Rollout, f.Killed)
 	})
 	defer stop()
@@ -171,11 +171,11 @@ func flags(ctx context.Context, w *world) error {
 	anaRead, _, _ := fs.Get(ctx, "one-click-checkout")
 	boRead, _, _ := fs.Get(ctx, "one-click-checkout")
 	w.clk.Advance(time.Minute)
-	if _, err := fs.Update(ctx, anaRead, flag.State{Enabled: true, Rollout: 5000}, "ana", "metrics green, 50%"); err != nil {
+	if _, err := fs.Update(ctx, anaRead, featureflag.State{Enabled: true, Rollout: 5000}, "ana", "metrics green, 50%"); err != nil {
 		return err
 	}
 	w.say("ana raises it to 50%% from revision %d", anaRead.Revision)
-	_, err = fs.Update(ctx, boRead, flag.State{Enabled: true, Rollout: 2000}, "bo", "20% please")
+	_, err = fs.Update(ctx, boRead, featureflag.State{Enabled: true, Rollout: 2000}, "bo", "20% please")
 	w.say("bo, still looking at revision %d, writes 20%%: %v", boRead.Revision, err)
 
 	users := 0
@@ -246,7 +246,11 @@ func payments(ctx context.Context, w *world) error {
 		rw.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(rw, `{"charge":"ch_%d","amount":%s}`, charges, body)
 	})
-	h := idempotency.Middleware(idempotency.HTTPConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-Customer") }}, pay)
+	mw, err := idempotency.NewMiddleware(idempotency.MiddlewareConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-Customer") }})
+	if err != nil {
+		return err
+	}
+	h := mw(pay)
 	send := func(key, amount string) {
 		req := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(amount))
 		req.Header.Set("X-Customer", "cust-9")

@@ -1,9 +1,13 @@
 // Package httpmw holds what tide's HTTP middlewares (rate limit,
 // idempotency, sessions) are to share: how they answer a request they
 // refuse, and how they report the failures a response cannot tell the
-// client about. Options is the setting each middleware will take (the
-// adapters adopt it one by one); its zero value answers in plain text and
-// logs nothing.
+// client about. Options is the setting each middleware takes (rate limit
+// and idempotency do, through their MiddlewareConfig); its zero value
+// answers in plain text and logs nothing.
+//
+// Every tide middleware has one shape: a constructor that validates its
+// configuration and returns a func(http.Handler) http.Handler, which
+// chains with the standard mux, chi and alice.
 //
 // # Responses
 //

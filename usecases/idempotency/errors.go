@@ -27,6 +27,10 @@ var (
 	// ErrFailed is wrapped by the error replayed for a request whose
 	// recorded outcome is a permanent failure (see Permanent).
 	ErrFailed = errors.New("tide: request failed")
+	// ErrCompletedElsewhere reports a completion the store ignored because
+	// the key was already completed (by an attempt that took the claim
+	// over): the earlier outcome is the one replayed.
+	ErrCompletedElsewhere = errors.New("tide: idempotency key already completed")
 	// ErrInvalidKey reports an empty idempotency key.
 	ErrInvalidKey = errors.New("tide: invalid idempotency key")
 )

@@ -17,7 +17,9 @@
 // Claim, Complete and Fail share one encoding of the outcome, so they mix
 // freely on one key. Only the owner can complete or release. A
 // duplicate while in progress gets ErrInProgress with a retry hint (the
-// lease's remaining time), never a second execution.
+// lease's remaining time), never a second execution; the HTTP middleware
+// can instead let it wait for the outcome (MiddlewareConfig.WaitInProgress)
+// and answers 409 with a one-second Retry-After when it does not.
 //
 // # TTL kind
 //
@@ -56,11 +58,12 @@
 // outcome with a context the caller cannot cancel (a client that
 // disconnects after the side effect does not make a retry execute again);
 // if the store still fails, the failure is returned (Do) or reported
-// (HTTPConfig.OnError), the record stays in progress and the recovery path
+// (MiddlewareConfig.Options), the record stays in progress and the recovery path
 // above applies.
 package idempotency
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -68,8 +71,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/tidekv/tide/usecases/internal/report"
 	"github.com/tidekv/tide/usecases/store"
 )
 
@@ -104,6 +109,16 @@ type Config struct {
 	// cancel, so that a caller who gives up after the side effect does not
 	// leave the record in progress. 0 means 10 seconds.
 	FinishTimeout time.Duration
+	// Logger receives a record for every store failure and every outcome
+	// the store ignored (a completion after another attempt completed or
+	// took the claim over, a release of a record no longer ours), with
+	// the store key (a hash: no caller input) and the operation. nil means
+	// none.
+	Logger *slog.Logger
+	// OnError, if set, is called with each of those after it is logged,
+	// with the store key. It must be safe for concurrent use and should
+	// not block.
+	OnError func(ctx context.Context, key string, err error)
 }
 
 // Key identifies one logical request: the caller's idempotency key within
@@ -166,6 +181,7 @@ type Claim struct {
 // Release around the caller's function.
 type Store struct {
 	cfg Config
+	rep report.Reporter
 }
 
 // New returns a Store for cfg, or an error wrapping ErrInvalidConfig.
@@ -194,7 +210,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "tide:idem:"
 	}
-	return &Store{cfg: cfg}, nil
+	return &Store{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}}, nil
 }
 
 // detach returns a context for recording an outcome after the side effect:
@@ -239,6 +255,7 @@ func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 	d := &store.Idempotency{Op: store.IdemClaim, Key: s.StoreKey(k), Fingerprint: fp, Owner: owner,
 		Lease: s.cfg.Lease, Retention: s.cfg.Retention}
 	if err := s.cfg.Backend.Idempotency(ctx, d); err != nil {
+		s.report(ctx, slog.LevelError, "tide: idempotency claim failed", k, err)
 		return Claim{}, err
 	}
 	switch d.Outcome {
@@ -260,6 +277,7 @@ func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 func (s *Store) finish(ctx context.Context, op store.IdemOp, k Key, owner string, result []byte) ([]byte, error) {
 	d := &store.Idempotency{Op: op, Key: s.StoreKey(k), Owner: owner, Result: result}
 	if err := s.cfg.Backend.Idempotency(ctx, d); err != nil {
+		s.report(ctx, slog.LevelError, "tide: idempotency "+opNames[op]+" failed; the record stays in progress until its lease lapses", k, err)
 		return nil, err
 	}
 	switch d.Outcome {
@@ -274,6 +292,13 @@ func (s *Store) finish(ctx context.Context, op store.IdemOp, k Key, owner string
 		return nil, ErrNotFound
 	}
 	return nil, ErrNotOwner
+}
+
+var opNames = [...]string{store.IdemClaim: "claim", store.IdemComplete: "completion", store.IdemRelease: "release", store.IdemInspect: "inspection"}
+
+// report reports err about k to the configured Logger and OnError.
+func (s *Store) report(ctx context.Context, level slog.Level, msg string, k Key, err error) {
+	s.rep.Report(ctx, level, msg, s.StoreKey(k), err, slog.String("operation", k.Operation))
 }
 
 // Complete stores result for k if owner holds the claim, and returns the
@@ -345,8 +370,7 @@ func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Co
 		if done {
 			fctx, cancel := s.detach(ctx)
 			defer cancel()
-			res, err := s.Complete(fctx, k, c.Owner, res)
-			return res, false, err
+			return s.complete(fctx, k, c.Owner, res)
 		}
 	}
 	res, err := fn(ctx)
@@ -354,7 +378,10 @@ func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Co
 	defer cancel()
 	var perm permanent
 	if err != nil && !errors.As(err, &perm) {
-		if rerr := s.Release(fctx, k, c.Owner); rerr != nil && !errors.Is(rerr, ErrNotOwner) && !errors.Is(rerr, ErrNotFound) {
+		switch rerr := s.Release(fctx, k, c.Owner); {
+		case errors.Is(rerr, ErrNotOwner), errors.Is(rerr, ErrNotFound):
+			s.report(ctx, slog.LevelWarn, "tide: idempotency release ignored", k, rerr)
+		case rerr != nil:
 			return nil, false, errors.Join(err, rerr)
 		}
 		return nil, false, err
@@ -365,8 +392,21 @@ func (s *Store) Do(ctx context.Context, k Key, fp []byte, fn func(ctx context.Co
 		}
 		return nil, false, fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	res, err = s.Complete(fctx, k, c.Owner, res)
-	return res, false, err
+	return s.complete(fctx, k, c.Owner, res)
+}
+
+// complete is Complete for Do: an outcome the store ignored (the key was
+// completed by an attempt that took the claim over, or it is gone) is
+// reported, and the stored outcome, if any, is returned.
+func (s *Store) complete(ctx context.Context, k Key, owner string, res []byte) ([]byte, bool, error) {
+	stored, err := s.Complete(ctx, k, owner, res)
+	switch {
+	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrNotFound):
+		s.report(ctx, slog.LevelWarn, "tide: idempotency completion ignored", k, err)
+	case err == nil && !bytes.Equal(stored, res), errors.Is(err, ErrFailed):
+		s.report(ctx, slog.LevelWarn, "tide: idempotency completion ignored; the earlier outcome stands", k, ErrCompletedElsewhere)
+	}
+	return stored, false, err
 }
 
 // The stored outcome, for every completion made through this package: 'c'

@@ -69,7 +69,11 @@ func TestMiddleware(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, "charged %s (#%d)", body, n)
 	})
-	h := idempotency.Middleware(idempotency.HTTPConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-User") }}, handler)
+	mw, err := idempotency.NewMiddleware(idempotency.MiddlewareConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-User") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(handler)
 	do := func(method, path, key, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		if key != "" {
@@ -113,8 +117,8 @@ func TestMiddleware(t *testing.T) {
 	<-entered
 	clk.Advance(3 * time.Second)
 	rec := do("POST", "/slow", "k3", "5")
-	if rec.Code != http.StatusConflict || rec.Header().Get("Retry-After") != "7" {
-		t.Errorf("duplicate in progress: got %d Retry-After %q, want 409 \"7\"", rec.Code, rec.Header().Get("Retry-After"))
+	if rec.Code != http.StatusConflict || rec.Header().Get("Retry-After") != "1" {
+		t.Errorf("duplicate in progress: got %d Retry-After %q, want 409 \"1\"", rec.Code, rec.Header().Get("Retry-After"))
 	}
 	close(block)
 	if first := <-done; first.Code != http.StatusCreated {

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +11,14 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/tidekv/tide/usecases/httpmw"
+	"github.com/tidekv/tide/usecases/store"
 )
 
-// HTTPConfig configures Middleware. Zero fields mean defaults.
-type HTTPConfig struct {
+// MiddlewareConfig configures NewMiddleware. Zero fields mean defaults.
+type MiddlewareConfig struct {
 	// Store holds the records. Required.
 	Store *Store
 	// Required reports whether a request must carry an Idempotency-Key.
@@ -32,26 +35,40 @@ type HTTPConfig struct {
 	// buffered in memory). 0 means 1 MiB; at most MaxBodyLimit; larger
 	// bodies get 413.
 	MaxBody int64
-	// OnError, if set, is told about store failures after the handler ran
-	// (a completion or release that did not reach the store: the record
-	// stays in progress and a retry after the lease is a recovery). nil
-	// means they are logged with slog.Default.
-	OnError func(r *http.Request, err error)
+	// WaitInProgress is how long a duplicate that arrives while the first
+	// request with its key runs waits for that request's outcome before
+	// answering 409. While it waits it asks the store again, with backoff
+	// from 10 ms up to 250 ms between asks, and ends as soon as the
+	// outcome is known: the stored response is replayed, or, if the first
+	// request released the claim (a 5xx) or its lease lapsed, the
+	// duplicate runs the handler itself as any retry would. 0 (the
+	// default) does not wait: 409 at once. At most the Store's Lease.
+	WaitInProgress time.Duration
+	// Options customise refusals (400, 409, 413, 422, 500, 503) and report
+	// what a response cannot tell: a completion or release that did not
+	// reach the store after the handler ran (the record stays in progress
+	// and a retry after the lease is a recovery), a completion the store
+	// ignored (another owner had taken the claim over), a stored response
+	// that cannot be replayed. The zero value answers in plain text and
+	// reports nothing.
+	Options httpmw.Options
 }
 
-// MaxBodyLimit bounds HTTPConfig.MaxBody.
+// MaxBodyLimit bounds MiddlewareConfig.MaxBody.
 const MaxBodyLimit = 1 << 30
 
 // validate fills in defaults and reports a configuration the middleware
 // cannot keep its promises with.
-func (cfg *HTTPConfig) validate() error {
+func (cfg *MiddlewareConfig) validate() error {
 	switch {
 	case cfg.Store == nil:
-		return fmt.Errorf("%w: HTTPConfig.Store is nil", ErrInvalidConfig)
+		return fmt.Errorf("%w: MiddlewareConfig.Store is nil", ErrInvalidConfig)
 	case cfg.Scope == nil:
-		return fmt.Errorf("%w: HTTPConfig.Scope is nil (keys of different callers would collide)", ErrInvalidConfig)
+		return fmt.Errorf("%w: MiddlewareConfig.Scope is nil (keys of different callers would collide)", ErrInvalidConfig)
 	case cfg.MaxBody < 0 || cfg.MaxBody > MaxBodyLimit:
-		return fmt.Errorf("%w: HTTPConfig.MaxBody = %d, want 0..%d", ErrInvalidConfig, cfg.MaxBody, MaxBodyLimit)
+		return fmt.Errorf("%w: MiddlewareConfig.MaxBody = %d, want 0..%d", ErrInvalidConfig, cfg.MaxBody, MaxBodyLimit)
+	case cfg.WaitInProgress < 0 || cfg.WaitInProgress > cfg.Store.cfg.Lease:
+		return fmt.Errorf("%w: MiddlewareConfig.WaitInProgress = %v, want 0..%v (the Store's Lease)", ErrInvalidConfig, cfg.WaitInProgress, cfg.Store.cfg.Lease)
 	}
 	if cfg.Required == nil {
 		cfg.Required = func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodPatch }
@@ -59,41 +76,43 @@ func (cfg *HTTPConfig) validate() error {
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 1 << 20
 	}
-	if cfg.OnError == nil {
-		cfg.OnError = func(r *http.Request, err error) {
-			slog.Default().Error("tide: idempotency outcome not recorded", "method", r.Method, "path", r.URL.Path, "err", err)
-		}
-	}
 	return nil
-}
-
-// NewMiddleware returns the middleware of Middleware as a function that
-// wraps a handler, or an error wrapping ErrInvalidConfig if cfg has no
-// Store or no Scope, or an out-of-range MaxBody.
-func NewMiddleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	return func(next http.Handler) http.Handler { return middleware(cfg, next) }, nil
 }
 
 // RecoveryHeader is set on the request passed to the handler when it runs
 // as the recovery of a claim whose previous owner died before completing:
 // the handler must check downstream whether the side effect already
-// happened before doing it again. Its value is the dead owner's token.
+// happened before doing it again. Its value is the dead owner's token. A
+// header of that name sent by the client is removed, so it cannot be
+// forged; RecoveryFrom reports the same from the request's context.
 const RecoveryHeader = "Idempotency-Recovery"
+
+type recoveryKey struct{}
+
+// RecoveryFrom reports whether the request whose context is ctx runs as a
+// recovery (see RecoveryHeader), and the dead owner's token.
+func RecoveryFrom(ctx context.Context) (prevOwner string, ok bool) {
+	prevOwner, ok = ctx.Value(recoveryKey{}).(string)
+	return prevOwner, ok
+}
 
 // ReplayedHeader is set to "true" on a replayed response.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// Middleware makes next idempotent on the Idempotency-Key request header
-// (IETF draft-ietf-httpapi-idempotency-key-header):
+// NewMiddleware returns a middleware that makes the next handler
+// idempotent on the Idempotency-Key request header (IETF
+// draft-ietf-httpapi-idempotency-key-header), or an error wrapping
+// ErrInvalidConfig if cfg has no Store or no Scope, or an out-of-range
+// MaxBody. Answers:
 //
 //   - missing where required: 400 Bad Request;
 //   - same key, different payload (method, path or body): 422
 //     Unprocessable Content;
-//   - same key while the first request runs: 409 Conflict with
-//     Retry-After;
+//   - same key while the first request runs: the duplicate waits up to
+//     WaitInProgress for the first one's outcome (by default it does not
+//     wait), then answers 409 Conflict with Retry-After: 1 (a short
+//     retry: the first request is likely to finish well before its
+//     lease, which only bounds a crashed one);
 //   - same key after completion: the stored status, headers and body,
 //     with Idempotent-Replayed: true;
 //   - otherwise next runs once; a response below 500 is stored and
@@ -104,26 +123,41 @@ const ReplayedHeader = "Idempotent-Replayed"
 // answer 503 without running next. The outcome is recorded with a context
 // the client cannot cancel (bounded by the Store's FinishTimeout), so a
 // client that disconnects while next runs does not make a retry run it
-// again; a failure to record is reported to OnError.
+// again; a failure to record is reported through cfg.Options. Refusals are
+// written by cfg.Options' Responder.
 //
-// A configuration NewMiddleware rejects (no Store, no Scope, a MaxBody out
-// of range) makes every request answer 500 without running next.
-func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
+// # When the handler runs again
+//
+// The handler runs once per key, except:
+//
+//   - after a 5xx response the claim is released: the next request with
+//     the key runs the handler afresh (use 5xx only for failures before
+//     any side effect);
+//   - when an earlier run left no outcome — its process died, it ran
+//     longer than the Store's Lease, or its outcome could not be recorded
+//     (reported through cfg.Options) — the first request with the key
+//     after the lease lapsed runs the handler as a recovery: its request
+//     carries the RecoveryHeader (the dead owner's token), and
+//     RecoveryFrom(r.Context()) reports it. The side effect may have
+//     happened: the handler must check downstream (for example by the
+//     key) before doing it again.
+func NewMiddleware(cfg MiddlewareConfig) (func(http.Handler) http.Handler, error) {
 	if err := cfg.validate(); err != nil {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-		})
+		return nil, err
 	}
-	return middleware(cfg, next)
+	return func(next http.Handler) http.Handler { return middleware(cfg, next) }, nil
 }
 
-func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
-	required, maxBody := cfg.Required, cfg.MaxBody
+func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
+	required, maxBody, opts := cfg.Required, cfg.MaxBody, cfg.Options
+	refuse := func(w http.ResponseWriter, r *http.Request, status int, msg string, err error) {
+		opts.Respond(w, r, httpmw.Problem{Status: status, Message: msg, Err: err})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" {
 			if required(r) {
-				http.Error(w, "Idempotency-Key header required", http.StatusBadRequest)
+				refuse(w, r, http.StatusBadRequest, "Idempotency-Key header required", ErrInvalidKey)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -133,52 +167,53 @@ func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 		if r.Body != nil {
 			b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 			if err != nil {
-				http.Error(w, "cannot read body", http.StatusBadRequest)
+				refuse(w, r, http.StatusBadRequest, "cannot read body", err)
 				return
 			}
 			if int64(len(b)) > maxBody {
-				http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+				refuse(w, r, http.StatusRequestEntityTooLarge, "body too large", nil)
 				return
 			}
 			body = b
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		k := Key{Scope: cfg.Scope(r), Operation: r.Method + " " + r.URL.Path, Key: key}
+		attrs := []slog.Attr{slog.String("key", cfg.Store.StoreKey(k)), slog.String("operation", k.Operation)}
 		fp := Fingerprint([]byte(r.Method), []byte(r.URL.RequestURI()), body)
 		c, err := cfg.Store.Claim(r.Context(), k, fp)
 		switch {
 		case errors.Is(err, ErrMismatch):
-			http.Error(w, "Idempotency-Key reused with a different request", http.StatusUnprocessableEntity)
+			refuse(w, r, http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request", err)
 			return
 		case err != nil:
-			http.Error(w, "idempotency store unavailable", http.StatusServiceUnavailable)
+			opts.Report(r, slog.LevelError, "tide: idempotency claim failed; request refused", err, attrs...)
+			refuse(w, r, http.StatusServiceUnavailable, "idempotency store unavailable", err)
 			return
 		}
+		if c.State == InProgress && cfg.WaitInProgress > 0 {
+			c, err = waitOutcome(r.Context(), cfg.Store, k, fp, c, cfg.WaitInProgress)
+			switch {
+			case errors.Is(err, ErrMismatch):
+				refuse(w, r, http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request", err)
+				return
+			case err != nil:
+				opts.Report(r, slog.LevelError, "tide: idempotency claim failed; request refused", err, attrs...)
+				refuse(w, r, http.StatusServiceUnavailable, "idempotency store unavailable", err)
+				return
+			}
+		}
+		r.Header.Del(RecoveryHeader)
 		switch c.State {
 		case InProgress:
-			w.Header().Set("Retry-After", strconv.FormatInt(max(int64((c.RetryAfter+time.Second-1)/time.Second), 1), 10))
-			http.Error(w, "a request with this Idempotency-Key is in progress", http.StatusConflict)
+			w.Header().Set("Retry-After", "1")
+			refuse(w, r, http.StatusConflict, "a request with this Idempotency-Key is in progress", &InProgressError{RetryAfter: c.RetryAfter})
 			return
 		case Completed:
-			var resp storedResponse
-			if c.Err != nil {
-				http.Error(w, c.Err.Error(), http.StatusInternalServerError)
-				return
-			}
-			if json.Unmarshal(c.Result, &resp) != nil || resp.Status < 100 || resp.Status > 999 {
-				http.Error(w, "corrupt stored response", http.StatusInternalServerError)
-				return
-			}
-			h := w.Header()
-			for _, kv := range resp.Header {
-				h[string(kv[0])] = append(h[string(kv[0])], string(kv[1]))
-			}
-			h.Set(ReplayedHeader, "true")
-			w.WriteHeader(resp.Status)
-			w.Write(resp.Body)
+			replay(w, r, opts, c, attrs)
 			return
 		case Recover:
 			r.Header.Set(RecoveryHeader, c.PrevOwner)
+			r = r.WithContext(context.WithValue(r.Context(), recoveryKey{}, c.PrevOwner))
 		}
 		rec := &recorder{header: http.Header{}, status: 0}
 		next.ServeHTTP(rec, r)
@@ -189,8 +224,11 @@ func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 		// happened, and a retry must replay it rather than run it again.
 		fctx, cancel := cfg.Store.detach(r.Context())
 		if rec.status >= 500 {
-			if err := cfg.Store.Release(fctx, k, c.Owner); err != nil && !errors.Is(err, ErrNotOwner) && !errors.Is(err, ErrNotFound) {
-				cfg.OnError(r, fmt.Errorf("release after status %d: %w", rec.status, err))
+			switch err := cfg.Store.Release(fctx, k, c.Owner); {
+			case errors.Is(err, ErrNotOwner), errors.Is(err, ErrNotFound):
+				opts.Report(r, slog.LevelWarn, "tide: idempotency release ignored", err, append(attrs, slog.Int("status", rec.status))...)
+			case err != nil:
+				opts.Report(r, slog.LevelError, "tide: idempotency release failed; the record stays in progress until its lease lapses", err, append(attrs, slog.Int("status", rec.status))...)
 			}
 		} else {
 			resp := storedResponse{Status: rec.status, Body: rec.body.Bytes()}
@@ -200,8 +238,13 @@ func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 				}
 			}
 			enc, _ := json.Marshal(resp)
-			if _, err := cfg.Store.Complete(fctx, k, c.Owner, enc); err != nil {
-				cfg.OnError(r, fmt.Errorf("complete: %w", err))
+			switch stored, err := cfg.Store.Complete(fctx, k, c.Owner, enc); {
+			case errors.Is(err, ErrNotOwner), errors.Is(err, ErrNotFound):
+				opts.Report(r, slog.LevelWarn, "tide: idempotency completion ignored; duplicates will not get this response", err, attrs...)
+			case err != nil && !errors.Is(err, ErrFailed):
+				opts.Report(r, slog.LevelError, "tide: idempotency completion failed; the record stays in progress until its lease lapses", err, attrs...)
+			case err != nil || !bytes.Equal(stored, enc):
+				opts.Report(r, slog.LevelWarn, "tide: idempotency completion ignored; duplicates will not get this response", ErrCompletedElsewhere, attrs...)
 			}
 		}
 		cancel()
@@ -212,6 +255,61 @@ func middleware(cfg HTTPConfig, next http.Handler) http.Handler {
 		w.WriteHeader(rec.status)
 		w.Write(rec.body.Bytes())
 	})
+}
+
+// waitOutcome claims k again, with backoff, until the claim is no longer
+// in progress, wait has passed, or ctx is done; it returns the last
+// claim. Each ask is a claim, so a released key is claimed (the caller
+// executes) and a lapsed lease is recovered, exactly as a client's retry
+// would be.
+func waitOutcome(ctx context.Context, s *Store, k Key, fp []byte, c Claim, wait time.Duration) (Claim, error) {
+	deadline := time.Now().Add(wait)
+	pause := 10 * time.Millisecond
+	for c.State == InProgress {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return c, nil
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return c, nil
+		case <-t.C:
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+		next, err := s.Claim(ctx, k, fp)
+		if err != nil {
+			if ctx.Err() != nil {
+				return c, nil // the client left: it gets the 409 nobody reads
+			}
+			return next, err
+		}
+		c = next
+	}
+	return c, nil
+}
+
+// replay writes a completed claim's stored response.
+func replay(w http.ResponseWriter, r *http.Request, opts httpmw.Options, c Claim, attrs []slog.Attr) {
+	if c.Err != nil {
+		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: c.Err.Error(), Err: c.Err})
+		return
+	}
+	var resp storedResponse
+	if err := json.Unmarshal(c.Result, &resp); err != nil || resp.Status < 100 || resp.Status > 999 {
+		err = fmt.Errorf("%w: stored response (status %d): %v", store.ErrCorrupt, resp.Status, err)
+		opts.Report(r, slog.LevelError, "tide: idempotency stored response cannot be replayed", err, attrs...)
+		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: "corrupt stored response", Err: err})
+		return
+	}
+	h := w.Header()
+	for _, kv := range resp.Header {
+		h[string(kv[0])] = append(h[string(kv[0])], string(kv[1]))
+	}
+	h.Set(ReplayedHeader, "true")
+	w.WriteHeader(resp.Status)
+	w.Write(resp.Body)
 }
 
 // storedResponse is a response as stored: header names and values as bytes

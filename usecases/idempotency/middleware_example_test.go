@@ -13,7 +13,7 @@ import (
 	"github.com/tidekv/tide/usecases/store/embedded"
 )
 
-func ExampleMiddleware() {
+func ExampleNewMiddleware() {
 	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, _ := engine.New(engine.Config{Clock: clk})
 	defer e.Close()
@@ -22,7 +22,7 @@ func ExampleMiddleware() {
 	orders := 0
 	// Scope is the authenticated caller (here a header your auth layer
 	// sets), so that two callers' keys never collide.
-	mw, err := idempotency.NewMiddleware(idempotency.HTTPConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-Account") }})
+	mw, err := idempotency.NewMiddleware(idempotency.MiddlewareConfig{Store: s, Scope: func(r *http.Request) string { return r.Header.Get("X-Account") }})
 	if err != nil {
 		fmt.Println(err)
 		return

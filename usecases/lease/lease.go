@@ -47,7 +47,8 @@
 //
 // # Store failure
 //
-// Acquire, Renew and Release return the store's error. A holder whose
+// Acquire, Renew and Release return the store's error, and report it to
+// Config.Logger and Config.OnError with the lease's name. A holder whose
 // Renew fails must assume the lease lapses at its deadline: SafeContext
 // still cancels in time.
 package lease
@@ -55,9 +56,11 @@ package lease
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/usecases/internal/report"
 	"github.com/tidekv/tide/usecases/store"
 )
 
@@ -88,6 +91,14 @@ type Config struct {
 	// (the store's clock cannot: it is elsewhere). nil means clock.Real,
 	// which is monotonic.
 	LocalClock clock.Clock
+	// Logger receives a record for every store or Floor failure, with the
+	// lease's name and the operation (the error is also returned), and
+	// for every Renew that finds the lease lost. nil means none.
+	Logger *slog.Logger
+	// OnError, if set, is called with every store or Floor failure after
+	// it is logged, with the lease's name. It must be safe for concurrent
+	// use and should not block.
+	OnError func(ctx context.Context, name string, err error)
 }
 
 // Lease is a held lease. Pass it back to Renew, Release and SafeContext.
@@ -120,6 +131,7 @@ type Info struct {
 // remote backend), plus one Floor call per Acquire if set.
 type Manager struct {
 	cfg Config
+	rep report.Reporter
 }
 
 // New returns a Manager for cfg, or an error wrapping ErrInvalidConfig.
@@ -149,7 +161,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.LocalClock == nil {
 		cfg.LocalClock = clock.Real{}
 	}
-	return &Manager{cfg: cfg}, nil
+	return &Manager{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}}, nil
 }
 
 func (m *Manager) keys(name string) (string, string) {
@@ -161,10 +173,13 @@ func (m *Manager) decide(ctx context.Context, op store.LeaseOp, name, holder str
 	k, fk := m.keys(name)
 	d := &store.Lease{Op: op, Key: k, FenceKey: fk, Holder: holder, Token: token, TTL: m.cfg.TTL, MinToken: minToken}
 	if err := m.cfg.Backend.Lease(ctx, d); err != nil {
+		m.rep.Report(ctx, slog.LevelError, "tide: lease store failed", name, err, slog.String("op", leaseOpNames[op]))
 		return nil, err
 	}
 	return d, nil
 }
+
+var leaseOpNames = [...]string{store.LeaseAcquire: "acquire", store.LeaseRenew: "renew", store.LeaseRelease: "release", store.LeaseInspect: "inspect"}
 
 // Acquire takes the lease name for holder if it is free. It returns the
 // lease and true, or the current holder's Info and false if it is held
@@ -177,6 +192,7 @@ func (m *Manager) Acquire(ctx context.Context, name, holder string) (*Lease, Inf
 	if m.cfg.Floor != nil {
 		f, err := m.cfg.Floor(ctx, name)
 		if err != nil {
+			m.rep.Report(ctx, slog.LevelError, "tide: lease floor failed", name, err, slog.String("op", "acquire"))
 			return nil, Info{}, false, err
 		}
 		floor = f
@@ -201,8 +217,14 @@ func (m *Manager) Renew(ctx context.Context, l *Lease) (bool, error) {
 	}
 	asked := m.cfg.LocalClock.Now()
 	d, err := m.decide(ctx, store.LeaseRenew, l.Name, l.Holder, l.Token, 0)
-	if err != nil || !d.OK {
+	if err != nil {
 		return false, err
+	}
+	if !d.OK {
+		if m.cfg.Logger != nil {
+			m.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "tide: lease lost before renewal", slog.String("key", l.Name), slog.Uint64("token", l.Token))
+		}
+		return false, nil
 	}
 	l.TTL, l.asked = m.cfg.TTL, asked
 	return true, nil

@@ -13,7 +13,7 @@ func ExampleClientIP() {
 	if err != nil {
 		panic(err)
 	}
-	// ip.Key is a KeyFunc: pass it to Middleware.
+	// ip.Key is a KeyFunc: pass it as MiddlewareConfig.Key.
 
 	// Through the load balancer: the address it appended.
 	r := httptest.NewRequest("GET", "/", nil)

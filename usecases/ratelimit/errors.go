@@ -12,4 +12,7 @@ var (
 	// ErrInvalidCost reports a negative cost, or a cost larger than the
 	// limit (which could never be admitted).
 	ErrInvalidCost = errors.New("tide: invalid rate limit cost")
+	// ErrWaitExceedsDeadline reports a WaitN whose wait would end after
+	// its context's deadline; WaitN returns it at once, without sleeping.
+	ErrWaitExceedsDeadline = errors.New("tide: rate limit wait would exceed the context deadline")
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/tidekv/tide/usecases/store/embedded"
 )
 
-func ExampleMiddleware() {
+func ExampleNewMiddleware() {
 	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, _ := engine.New(engine.Config{Clock: clk})
 	defer e.Close()
@@ -22,7 +22,12 @@ func ExampleMiddleware() {
 		tok := r.Header.Get("Authorization")
 		return tok, tok != ""
 	}
-	h := ratelimit.Middleware(l, byToken, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw, err := ratelimit.NewMiddleware(ratelimit.MiddlewareConfig{Limiter: l, Key: byToken})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "results")
 	}))
 	for range 3 {
@@ -30,10 +35,10 @@ func ExampleMiddleware() {
 		req.Header.Set("Authorization", "Bearer t1")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		fmt.Printf("%d remaining=%s reset=%s retry-after=%q\n", rec.Code, rec.Header().Get("RateLimit-Remaining"), rec.Header().Get("RateLimit-Reset"), rec.Header().Get("Retry-After"))
+		fmt.Printf("%d RateLimit-Policy: %s RateLimit: %s Retry-After: %q\n", rec.Code, rec.Header().Get("RateLimit-Policy"), rec.Header().Get("RateLimit"), rec.Header().Get("Retry-After"))
 	}
 	// Output:
-	// 200 remaining=1 reset=60 retry-after=""
-	// 200 remaining=0 reset=60 retry-after=""
-	// 429 remaining=0 reset=60 retry-after="60"
+	// 200 RateLimit-Policy: "api";q=2;w=60 RateLimit: "api";r=1;t=60 Retry-After: ""
+	// 200 RateLimit-Policy: "api";q=2;w=60 RateLimit: "api";r=0;t=60 Retry-After: ""
+	// 429 RateLimit-Policy: "api";q=2;w=60 RateLimit: "api";r=0;t=60 Retry-After: "60"
 }

@@ -45,7 +45,9 @@
 // The caller chooses, explicitly, in Config.OnStoreError: FailClosed (the
 // zero value: deny, the safe choice for budgets such as SMS spend) or
 // FailOpen (allow: availability first). Either way Allow also returns an
-// error wrapping ErrStore, and Result.Degraded is set.
+// error wrapping ErrStore, Result.Degraded is set, and the failure is
+// reported to Config.Logger and Config.OnError with the key (an IP as it
+// is, any other key hashed: it may be a token) and the decision taken.
 //
 // # Several processes
 //
@@ -58,9 +60,11 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/tidekv/tide/usecases/internal/keys"
+	"github.com/tidekv/tide/usecases/internal/report"
 	"github.com/tidekv/tide/usecases/store"
 )
 
@@ -140,6 +144,13 @@ type Config struct {
 	// OnStoreError chooses the answer when the store fails. The zero value
 	// is FailClosed.
 	OnStoreError FailureMode
+	// Logger receives a record for every store failure (with the key, the
+	// cause and whether the event was allowed). nil means none.
+	Logger *slog.Logger
+	// OnError, if set, is called with every store failure after it is
+	// logged, with the key in the form logged. It must be safe for
+	// concurrent use and should not block.
+	OnError func(ctx context.Context, key string, err error)
 }
 
 // Result is the outcome of one Allow.
@@ -168,6 +179,9 @@ type Result struct {
 type Limiter struct {
 	cfg      Config
 	interval time.Duration
+	rep      report.Reporter
+	// afterFunc, if set, replaces time.After in WaitN (tests).
+	afterFunc func(time.Duration) <-chan time.Time
 }
 
 // New returns a Limiter for cfg, or an error wrapping ErrInvalidConfig.
@@ -196,7 +210,7 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "tide:rl:"
 	}
-	l := &Limiter{cfg: cfg}
+	l := &Limiter{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}}
 	if cfg.Algorithm == TokenBucket {
 		l.interval = cfg.Period / time.Duration(cfg.Limit)
 		if l.interval <= 0 {
@@ -263,9 +277,22 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 	}
 	r.Limit = limit
 	if err != nil {
-		return l.degraded(limit), fmt.Errorf("%w: %w", ErrStore, err)
+		err = fmt.Errorf("%w: %w", ErrStore, err)
+		r = l.degraded(limit)
+		msg := "tide: rate limit store failed; event denied (fail closed)"
+		if r.Allowed {
+			msg = "tide: rate limit store failed; event allowed (fail open)"
+		}
+		l.rep.Report(ctx, slog.LevelWarn, msg, report.Key(key), err, slog.String("limiter", l.cfg.Name), slog.Int64("cost", n))
+		return r, err
 	}
 	return r, nil
+}
+
+// logAttrs are the attributes the middleware reports with: the key in a
+// form safe to log and the limiter's name.
+func (l *Limiter) logAttrs(key string) []slog.Attr {
+	return []slog.Attr{slog.String("key", report.Key(key)), slog.String("limiter", l.cfg.Name)}
 }
 
 func (l *Limiter) degraded(limit int64) Result {
@@ -281,7 +308,9 @@ func (l *Limiter) degraded(limit int64) Result {
 // Reset forgets key's recent events.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if _, err := l.cfg.Backend.Delete(ctx, l.Key(key)); err != nil {
-		return fmt.Errorf("%w: %w", ErrStore, err)
+		err = fmt.Errorf("%w: %w", ErrStore, err)
+		l.rep.Report(ctx, slog.LevelWarn, "tide: rate limit reset failed", report.Key(key), err, slog.String("limiter", l.cfg.Name))
+		return err
 	}
 	return nil
 }

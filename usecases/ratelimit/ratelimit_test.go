@@ -68,10 +68,14 @@ func TestMiddleware(t *testing.T) {
 	b, clk := storetest.NewEmbedded(t)
 	l, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: b, Algorithm: ratelimit.FixedWindow, Limit: 2, Period: time.Minute})
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
-	h := ratelimit.Middleware(l, func(r *http.Request) (string, bool) {
+	mw, err := ratelimit.NewMiddleware(ratelimit.MiddlewareConfig{Limiter: l, Key: func(r *http.Request) (string, bool) {
 		k := r.Header.Get("X-Org")
 		return k, k != ""
-	}, ok)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(ok)
 	do := func(org string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", "/", nil)
@@ -82,28 +86,34 @@ func TestMiddleware(t *testing.T) {
 		return rec
 	}
 	type want struct {
-		code                        int
-		limit, remaining, reset, ra string
+		code                 int
+		policy, limit, retry string
 	}
+	const policy = `"test";q=2;w=60`
 	steps := []struct {
 		org     string
 		advance time.Duration
 		want    want
 	}{
-		{"a", 0, want{200, "2", "1", "60", ""}},
-		{"a", 10 * time.Second, want{200, "2", "0", "50", ""}},
-		{"a", 500 * time.Millisecond, want{429, "2", "0", "50", "50"}},
-		{"b", 0, want{200, "2", "1", "60", ""}},
-		{"", 0, want{200, "", "", "", ""}}, // exempt
-		{"a", 50 * time.Second, want{200, "2", "1", "60", ""}},
+		{"a", 0, want{200, policy, `"test";r=1;t=60`, ""}},
+		{"a", 10 * time.Second, want{200, policy, `"test";r=0;t=50`, ""}},
+		{"a", 500 * time.Millisecond, want{429, policy, `"test";r=0;t=50`, "50"}},
+		{"b", 0, want{200, policy, `"test";r=1;t=60`, ""}},
+		{"", 0, want{200, "", "", ""}}, // exempt
+		{"a", 50 * time.Second, want{200, policy, `"test";r=1;t=60`, ""}},
 	}
 	for i, s := range steps {
 		clk.Advance(s.advance)
 		rec := do(s.org)
 		h := rec.Header()
-		got := want{rec.Code, h.Get("RateLimit-Limit"), h.Get("RateLimit-Remaining"), h.Get("RateLimit-Reset"), h.Get("Retry-After")}
+		got := want{rec.Code, h.Get("RateLimit-Policy"), h.Get("RateLimit"), h.Get("Retry-After")}
 		if got != s.want {
 			t.Errorf("step %d: got %+v, want %+v", i, got, s.want)
+		}
+		for _, old := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} {
+			if h.Get(old) != "" {
+				t.Errorf("step %d: %s sent; the current draft defines only RateLimit and RateLimit-Policy", i, old)
+			}
 		}
 	}
 	// Fail closed → 503.
@@ -111,7 +121,8 @@ func TestMiddleware(t *testing.T) {
 	flaky.Down.Store(true)
 	l2, _ := ratelimit.New(ratelimit.Config{Name: "test", Backend: flaky, Limit: 2, Period: time.Minute})
 	rec := httptest.NewRecorder()
-	ratelimit.Middleware(l2, func(*http.Request) (string, bool) { return "x", true }, ok).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	mw2, _ := ratelimit.NewMiddleware(ratelimit.MiddlewareConfig{Limiter: l2, Key: func(*http.Request) (string, bool) { return "x", true }})
+	mw2(ok).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("store down, fail closed: got %d (Retry-After %q), want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tidekv/tide/usecases/flag"
+	"github.com/tidekv/tide/usecases/featureflag"
 	"github.com/tidekv/tide/usecases/lease"
 	"github.com/tidekv/tide/usecases/redisstore"
 	"github.com/tidekv/tide/usecases/redisstore/internal/redisserver"
@@ -76,7 +76,7 @@ func testAnyName(t *testing.T, client *redis.ClusterClient) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flags, err := flag.New(flag.Config{Backend: b})
+	flags, err := featureflag.New(featureflag.Config{Backend: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func testAnyName(t *testing.T, client *redis.ClusterClient) {
 		t.Fatal(err)
 	}
 	for i, name := range braceNames {
-		if _, err := flags.Create(ctx, name, flag.State{Enabled: true, Rollout: i + 1}, "test", "brace name"); err != nil {
+		if _, err := flags.Create(ctx, name, featureflag.State{Enabled: true, Rollout: i + 1}, "test", "brace name"); err != nil {
 			t.Errorf("flag %q: Create: %v", name, err)
 		}
 		if _, _, ok, err := leases.Acquire(ctx, name, fmt.Sprint("holder-", i)); !ok || err != nil {

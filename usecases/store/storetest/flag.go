@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/tidekv/tide/clock"
-	"github.com/tidekv/tide/usecases/flag"
+	"github.com/tidekv/tide/usecases/featureflag"
 )
 
-// RunFlag runs package flag's contract suite on a backend.
+// RunFlag runs package featureflag's contract suite on a backend.
 func RunFlag(t *testing.T, newFixture NewFunc) {
 	newFixture = instrument(newFixture)
 	ctx := context.Background()
-	newStore := func(t *testing.T, f Fixture, local clock.Clock) *flag.Store {
+	newStore := func(t *testing.T, f Fixture, local clock.Clock) *featureflag.Store {
 		t.Helper()
-		s, err := flag.New(flag.Config{Backend: f.Backend, MaxStaleness: time.Second, LocalClock: local, AuditKeep: 50})
+		s, err := featureflag.New(featureflag.Config{Backend: f.Backend, MaxStaleness: time.Second, LocalClock: local, AuditKeep: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,22 +29,22 @@ func RunFlag(t *testing.T, newFixture NewFunc) {
 	t.Run("VersionedWritesAndAudit", func(t *testing.T) {
 		f := newFixture(t)
 		s := newStore(t, f, nil)
-		f1, err := s.Create(ctx, "checkout-v2", flag.State{Enabled: true, Rollout: 1000}, "ana", "launch 10%")
+		f1, err := s.Create(ctx, "checkout-v2", featureflag.State{Enabled: true, Rollout: 1000}, "ana", "launch 10%")
 		if err != nil || f1.Revision != 1 {
 			t.Fatalf("Create: got (%+v, %v), want revision 1", f1, err)
 		}
-		if _, err := s.Create(ctx, "checkout-v2", flag.State{}, "ana", ""); !errors.Is(err, flag.ErrExists) {
+		if _, err := s.Create(ctx, "checkout-v2", featureflag.State{}, "ana", ""); !errors.Is(err, featureflag.ErrExists) {
 			t.Fatalf("second Create: got %v, want ErrExists", err)
 		}
 		// Two admins read revision 1; the first write wins, the stale one is
 		// rejected.
 		a, _, _ := s.Get(ctx, "checkout-v2")
 		b, _, _ := s.Get(ctx, "checkout-v2")
-		f2, err := s.Update(ctx, a, flag.State{Enabled: true, Rollout: 5000}, "ana", "50%")
+		f2, err := s.Update(ctx, a, featureflag.State{Enabled: true, Rollout: 5000}, "ana", "50%")
 		if err != nil || f2.Revision != 2 {
 			t.Fatalf("Update: got (%+v, %v), want revision 2", f2, err)
 		}
-		if _, err := s.Update(ctx, b, flag.State{Enabled: false}, "bo", "turn off"); !errors.Is(err, flag.ErrConflict) {
+		if _, err := s.Update(ctx, b, featureflag.State{Enabled: false}, "bo", "turn off"); !errors.Is(err, featureflag.ErrConflict) {
 			t.Fatalf("stale Update: got %v, want ErrConflict", err)
 		}
 		if _, err := s.Kill(ctx, "checkout-v2", "oncall", "errors spiking"); err != nil {
@@ -54,7 +54,7 @@ func RunFlag(t *testing.T, newFixture NewFunc) {
 			t.Fatal(err)
 		}
 		got, _, _ := s.Get(ctx, "checkout-v2")
-		if got.Revision != 4 || got.State != (flag.State{Enabled: true, Rollout: 1000}) {
+		if got.Revision != 4 || got.State != (featureflag.State{Enabled: true, Rollout: 1000}) {
 			t.Fatalf("after rollback to 1: got rev %d %+v, want rev 4 with revision 1's state", got.Revision, got.State)
 		}
 		hist, err := s.History(ctx, "checkout-v2")
@@ -76,17 +76,17 @@ func RunFlag(t *testing.T, newFixture NewFunc) {
 				t.Errorf("history[%d]: got %+v, want rev %d by %s killed %v", i, h, w.rev, w.actor, w.killed)
 			}
 		}
-		if _, err := s.Rollback(ctx, "checkout-v2", 99, "ana", ""); !errors.Is(err, flag.ErrInvalidFlag) {
+		if _, err := s.Rollback(ctx, "checkout-v2", 99, "ana", ""); !errors.Is(err, featureflag.ErrInvalidFlag) {
 			t.Fatalf("rollback to an unknown revision: got %v, want ErrInvalidFlag", err)
 		}
-		if _, err := s.Create(ctx, "x", flag.State{Rollout: 10001}, "ana", ""); !errors.Is(err, flag.ErrInvalidFlag) {
+		if _, err := s.Create(ctx, "x", featureflag.State{Rollout: 10001}, "ana", ""); !errors.Is(err, featureflag.ErrInvalidFlag) {
 			t.Fatalf("rollout 10001: got %v, want ErrInvalidFlag", err)
 		}
 	})
 	t.Run("RolloutIsMonotone", func(t *testing.T) {
 		f := newFixture(t)
 		s := newStore(t, f, nil)
-		s.Create(ctx, "beta", flag.State{Enabled: true}, "ana", "")
+		s.Create(ctx, "beta", featureflag.State{Enabled: true}, "ana", "")
 		in := map[string]bool{}
 		for _, bp := range []int{0, 100, 1000, 2500, 5000, 10000} {
 			fl, err := s.SetRollout(ctx, "beta", bp, "ana", "")
@@ -123,7 +123,7 @@ func RunFlag(t *testing.T, newFixture NewFunc) {
 		s := newStore(t, f, nil)
 		// A salt that changed on the round trip would move units between
 		// buckets: raising the rollout must keep everyone who was in.
-		st := flag.State{Enabled: true, Rollout: 2500, Salt: "\xdd\xd1\xaa"}
+		st := featureflag.State{Enabled: true, Rollout: 2500, Salt: "\xdd\xd1\xaa"}
 		f1, err := s.Create(ctx, "\xff-flag", st, "\xfeactor", "\x80reason")
 		if err != nil {
 			t.Fatal(err)
@@ -151,9 +151,9 @@ func RunFlag(t *testing.T, newFixture NewFunc) {
 		local := clock.NewManual(time.Unix(0, 0))
 		here := newStore(t, f, local)
 		there := newStore(t, f, nil) // another process on the same backend
-		here.Create(ctx, "pay", flag.State{Enabled: true, Rollout: 10000}, "ana", "")
+		here.Create(ctx, "pay", featureflag.State{Enabled: true, Rollout: 10000}, "ana", "")
 		var seen atomic.Uint64
-		stop, err := here.Watch("pay", func(fl flag.Flag) { seen.Store(fl.Revision) })
+		stop, err := here.Watch("pay", func(fl featureflag.Flag) { seen.Store(fl.Revision) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,14 +194,14 @@ func RunFlag(t *testing.T, newFixture NewFunc) {
 	t.Run("ConcurrentWritersNeverLoseAudit", func(t *testing.T) {
 		f := newFixture(t)
 		s := newStore(t, f, nil)
-		s.Create(ctx, "counter", flag.State{}, "init", "")
+		s.Create(ctx, "counter", featureflag.State{}, "init", "")
 		var wg sync.WaitGroup
 		const n = 16
 		for i := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := s.Modify(ctx, "counter", func(st *flag.State) error { st.Rollout++; return nil }, fmt.Sprint("w", i), ""); err != nil {
+				if _, err := s.Modify(ctx, "counter", func(st *featureflag.State) error { st.Rollout++; return nil }, fmt.Sprint("w", i), ""); err != nil {
 					t.Error(err)
 				}
 			}()

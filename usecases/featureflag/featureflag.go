@@ -1,4 +1,4 @@
-// Package flag stores feature flags: versioned records with
+// Package featureflag stores feature flags: versioned records with
 // compare-and-set writes, an audit log written in the same atomic step,
 // history and rollback, percentage rollouts, a kill switch, change
 // watchers and a local read-through cache with an explicit staleness
@@ -14,7 +14,9 @@
 // atomic store step (store.FlagWrite): there is no flag change without its
 // audit record, and no audit record without its change.
 //
-// Rollout is in basis points of 10,000 buckets. A unit (user, account) is
+// Rollout is in basis points (hundredths of a percent) of 10,000 buckets;
+// Percent converts a percentage (Percent(12.5) is 1250). A unit (user,
+// account) is
 // in the rollout iff Bucket(flag, salt, unit) < Rollout, where Bucket is
 // xxhash64 of (flag, salt, unit) mod 10,000: stable across processes and
 // restarts, and raising Rollout keeps everyone already in. Changing the
@@ -40,14 +42,18 @@
 // Writes return the store's error. Cached serves a stale copy when the
 // store fails only within MaxStaleness; after that it returns the error —
 // Enabled then answers false (fail closed: a feature stays off when its
-// state is unknown).
-package flag
+// state is unknown). Every store failure, and every fail-closed answer of
+// Enabled, is reported to Config.Logger (and the failures to
+// Config.OnError) with the flag's name.
+package featureflag
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -55,6 +61,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/usecases/internal/report"
 	"github.com/tidekv/tide/usecases/store"
 )
 
@@ -68,12 +75,28 @@ type State struct {
 	// Killed forces the flag off for everyone (the kill switch).
 	Killed bool
 	// Rollout is the share of units the flag is on for, in basis points
+	// (hundredths of a percent: use Percent to give a percentage)
 	// (0..10000). A new flag's 0 means nobody; 10000 means everyone.
 	Rollout int
 	// Salt is mixed into the bucket hash. "" means the flag's name. Any
 	// bytes round-trip exactly.
 	Salt string
 }
+
+// Percent returns the rollout in basis points for pct percent: Percent(12.5)
+// is 1250, Percent(100) is Buckets. pct must lie in 0..100 with at most two
+// decimals (a basis point is the finest share); anything else, NaN
+// included, is an error wrapping ErrInvalidFlag.
+func Percent(pct float64) (int, error) {
+	bp := math.Round(pct * 100)
+	if !(pct >= 0 && pct <= 100) || math.Abs(pct*100-bp) > 1e-6 {
+		return 0, fmt.Errorf("%w: rollout %v%%, want 0..100 in steps of 0.01", ErrInvalidFlag, pct)
+	}
+	return int(bp), nil
+}
+
+// RolloutPercent returns the rollout as a percentage (Rollout / 100).
+func (s State) RolloutPercent() float64 { return float64(s.Rollout) / 100 }
 
 // Flag is a flag's current record.
 type Flag struct {
@@ -154,6 +177,15 @@ type Config struct {
 	// LocalClock measures cache age (the store's clock is elsewhere). nil
 	// means clock.Real.
 	LocalClock clock.Clock
+	// Logger receives a record for every store failure, with the flag's
+	// name: the ones returned (Get, writes), the ones decided around
+	// (Enabled answering false, fail closed) and the poller's. nil means
+	// none.
+	Logger *slog.Logger
+	// OnError, if set, is called with each of those after it is logged,
+	// with the flag's name. It must be safe for concurrent use and should
+	// not block.
+	OnError func(ctx context.Context, name string, err error)
 }
 
 // Store is a feature-flag store over a store.Backend. Create it with New;
@@ -162,6 +194,7 @@ type Config struct {
 // watcher goroutine, if one was started.
 type Store struct {
 	cfg Config
+	rep report.Reporter
 
 	mu       sync.Mutex
 	cache    map[string]cached
@@ -206,7 +239,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.LocalClock == nil {
 		cfg.LocalClock = clock.Real{}
 	}
-	return &Store{cfg: cfg, cache: map[string]cached{}, watchers: map[string][]*watcher{}, done: make(chan struct{})}, nil
+	return &Store{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}, cache: map[string]cached{}, watchers: map[string][]*watcher{}, done: make(chan struct{})}, nil
 }
 
 func (s *Store) keys(name string) (string, string) {
@@ -243,12 +276,18 @@ func (f Flag) On(unit string) bool {
 func (s *Store) Get(ctx context.Context, name string) (Flag, bool, error) {
 	k, _ := s.keys(name)
 	it, ok, err := s.cfg.Backend.Get(ctx, k)
-	if !ok || err != nil {
+	if err != nil {
+		s.rep.Report(ctx, slog.LevelError, "tide: flag read failed", name, err)
 		return Flag{}, false, err
+	}
+	if !ok {
+		return Flag{}, false, nil
 	}
 	var r wireRecord
 	if err := json.Unmarshal(it.Value, &r); err != nil {
-		return Flag{}, false, fmt.Errorf("%w: flag %q: %v", store.ErrCorrupt, name, err)
+		err = fmt.Errorf("%w: flag %q: %v", store.ErrCorrupt, name, err)
+		s.rep.Report(ctx, slog.LevelError, "tide: flag read failed", name, err)
+		return Flag{}, false, err
 	}
 	f := Flag{Name: name, State: r.State.state(), Revision: r.Revision, UpdatedAt: r.UpdatedAt, UpdatedBy: string(r.UpdatedBy), version: it.Version}
 	s.remember(f, true)
@@ -285,10 +324,18 @@ func (s *Store) Cached(ctx context.Context, name string) (Flag, bool, error) {
 }
 
 // Enabled reports whether name is on for unit, through the cache. A
-// missing flag, or one whose state cannot be read, is off.
+// missing flag, or one whose state cannot be read, is off; that decision
+// is logged on Config.Logger (the store failure itself was reported by
+// the read).
 func (s *Store) Enabled(ctx context.Context, name, unit string) bool {
 	f, ok, err := s.Cached(ctx, name)
-	return err == nil && ok && f.On(unit)
+	if err != nil {
+		if l := s.cfg.Logger; l != nil {
+			l.LogAttrs(ctx, slog.LevelWarn, "tide: flag state unknown; answering off (fail closed)", slog.String("key", name), slog.Any("err", err))
+		}
+		return false
+	}
+	return ok && f.On(unit)
 }
 
 func validState(st State) error {
@@ -309,6 +356,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	}
 	now, err := s.cfg.Backend.Now(ctx)
 	if err != nil {
+		s.rep.Report(ctx, slog.LevelError, "tide: flag write failed", name, err)
 		return Flag{}, err
 	}
 	rec := wireRecord{State: toWire(next), Revision: 1, UpdatedAt: now, UpdatedBy: []byte(actor)}
@@ -326,6 +374,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	k, ak := s.keys(name)
 	d := &store.FlagWrite{Key: k, IfVersion: ifVersion, Value: val, AuditKey: ak, Audit: aud, AuditKeep: s.cfg.AuditKeep}
 	if err := s.cfg.Backend.FlagWrite(ctx, d); err != nil {
+		s.rep.Report(ctx, slog.LevelError, "tide: flag write failed", name, err)
 		return Flag{}, err
 	}
 	if !d.OK {
@@ -389,7 +438,8 @@ func (s *Store) Unkill(ctx context.Context, name, actor, reason string) (Flag, e
 	return s.Modify(ctx, name, func(st *State) error { st.Killed = false; return nil }, actor, reason)
 }
 
-// SetRollout sets name's rollout to basis points bp (0..10000).
+// SetRollout sets name's rollout to basis points bp (0..10000; see
+// Percent).
 func (s *Store) SetRollout(ctx context.Context, name string, bp int, actor, reason string) (Flag, error) {
 	return s.Modify(ctx, name, func(st *State) error { st.Rollout = bp; return nil }, actor, reason)
 }
@@ -398,8 +448,12 @@ func (s *Store) SetRollout(ctx context.Context, name string, bp int, actor, reas
 func (s *Store) History(ctx context.Context, name string) ([]AuditRecord, error) {
 	_, ak := s.keys(name)
 	it, ok, err := s.cfg.Backend.Get(ctx, ak)
-	if !ok || err != nil {
+	if err != nil {
+		s.rep.Report(ctx, slog.LevelError, "tide: flag audit log read failed", name, err)
 		return nil, err
+	}
+	if !ok {
+		return nil, nil
 	}
 	recs, err := store.DecodeLog(it.Value)
 	if err != nil {

@@ -1,4 +1,4 @@
-package flag
+package featureflag
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func (s *Store) poll() {
 			return
 		case <-t.C:
 		}
-		s.Refresh(context.Background())
+		s.Refresh(context.Background()) // failures are reported by Get
 	}
 }
 

@@ -1,4 +1,4 @@
-package flag_test
+package featureflag_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidekv/tide/clock"
 	"github.com/tidekv/tide/engine"
-	"github.com/tidekv/tide/usecases/flag"
+	"github.com/tidekv/tide/usecases/featureflag"
 	"github.com/tidekv/tide/usecases/store/embedded"
 )
 
@@ -16,14 +16,15 @@ func ExampleStore() {
 	e, _ := engine.New(engine.Config{Clock: clk})
 	defer e.Close()
 	b, _ := embedded.New(embedded.Config{Engine: e, Clock: clk})
-	flags, _ := flag.New(flag.Config{Backend: b})
+	flags, _ := featureflag.New(featureflag.Config{Backend: b})
 	defer flags.Close()
 	ctx := context.Background()
 
-	flags.Create(ctx, "new-checkout", flag.State{Enabled: true, Rollout: 2000}, "ana", "20% rollout")
+	flags.Create(ctx, "new-checkout", featureflag.State{Enabled: true, Rollout: 2000}, "ana", "20% rollout")
 	read, _, _ := flags.Get(ctx, "new-checkout")
-	flags.SetRollout(ctx, "new-checkout", 5000, "ana", "50%")
-	_, err := flags.Update(ctx, read, flag.State{Enabled: false}, "bo", "based on a stale read")
+	half, _ := featureflag.Percent(50) // 5000 basis points
+	flags.SetRollout(ctx, "new-checkout", half, "ana", "50%")
+	_, err := flags.Update(ctx, read, featureflag.State{Enabled: false}, "bo", "based on a stale read")
 	fmt.Println("stale write:", err)
 	flags.Kill(ctx, "new-checkout", "oncall", "error rate")
 	hist, _ := flags.History(ctx, "new-checkout")
