@@ -40,14 +40,13 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/tidekv/tide/clock"
 	"github.com/tidekv/tide/evict"
@@ -175,7 +174,10 @@ type Stats struct {
 // Engine is the key-value engine. Create it with New; its zero value is not
 // usable. See the package documentation for the semantics.
 //
-// Algorithm: xxhash of the key picks one of Config.Shards shards; each shard
+// Algorithm: a hash of the key with a secret per-engine seed (hash/maphash,
+// so keys picked offline cannot be made to collide: no hash flooding)
+// picks one of Config.Shards shards by its low bits, and the shard's table
+// word by its high bits; each shard
 // is an RWMutex over pointer-free storage (a slot array, a key/value arena
 // and an open-addressing table; see shard.go) plus a B-tree of deadlines and
 // an eviction policy instance.
@@ -195,6 +197,7 @@ type Stats struct {
 type Engine struct {
 	shards   []shard
 	mask     uint64
+	seed     maphash.Seed // secret: the key hash of every shard and table
 	clock    clock.Clock
 	mono     bool         // clock is known to be monotonic: no guard needed
 	hwm      atomic.Int64 // highest time read from a clock that is not known monotonic
@@ -247,6 +250,7 @@ func New(cfg Config) (*Engine, error) {
 		mono:     isMonotonic(cfg.Clock),
 		maxKey:   cfg.MaxKeySize,
 		onRemove: cfg.OnRemove,
+		seed:     maphash.MakeSeed(),
 		done:     make(chan struct{}),
 		released: make(chan struct{}),
 	}
@@ -255,6 +259,7 @@ func New(cfg Config) (*Engine, error) {
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.idx = expiry.NewIndex()
+		s.seed = e.seed
 		if cfg.MaxBytes > 0 {
 			s.maxBytes = cfg.MaxBytes / int64(n)
 		}
@@ -437,8 +442,9 @@ func (e *Engine) Clock() clock.Clock { return e.clock }
 // Closed after a miss.
 func (e *Engine) Closed() bool { return e.closed.Load() }
 
+// shardFor returns key's shard and hash (see shard.hash).
 func (e *Engine) shardFor(key string) (*shard, uint64) {
-	h := xxhash.Sum64String(key)
+	h := maphash.String(e.seed, key)
 	return &e.shards[h&e.mask], h
 }
 
