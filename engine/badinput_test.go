@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/tidekv/tide/clock"
 	"github.com/tidekv/tide/engine"
 	"github.com/tidekv/tide/evict"
@@ -546,14 +544,13 @@ func TestTTLAtTheEndOfTime(t *testing.T) {
 	}
 }
 
-// keysInShard returns n keys that hash to shard i of an engine with the
-// given (power of two) number of shards, as the engine's documented
-// xxhash-based placement does.
-func keysInShard(i, shards, n int, prefix string) []string {
+// keysInShard returns n keys that e places in shard i (the placement
+// depends on the engine's secret hash seed).
+func keysInShard(e *engine.Engine, i, n int, prefix string) []string {
 	var out []string
 	for j := 0; len(out) < n; j++ {
 		k := fmt.Sprint(prefix, j)
-		if int(xxhash.Sum64String(k)&uint64(shards-1)) == i {
+		if e.ShardIndex(k) == i {
 			out = append(out, k)
 		}
 	}
@@ -571,7 +568,7 @@ func TestCommitOOMEvictsNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, b := keysInShard(0, 2, 2, "a"), keysInShard(1, 2, 2, "b")
+		a, b := keysInShard(e, 0, 2, "a"), keysInShard(e, 1, 2, "b")
 		if _, err := e.Set(a[0], make([]byte, 150)); err != nil {
 			t.Fatal(err)
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/tidekv/tide/expiry"
 	"github.com/tidekv/tide/internal/table"
 )
@@ -64,7 +62,7 @@ func (s *shard) checkLocked() error {
 			tabErr = fmt.Errorf("slot %d's record lies outside the arena", slot)
 			return
 		}
-		if table.Tag(xxhash.Sum64(en.key())) != tag {
+		if table.Tag(s.hash(en.key())) != tag {
 			tabErr = fmt.Errorf("slot %d is under tag %x, not its key's", slot, tag)
 		}
 	})

@@ -245,8 +245,8 @@ func TestCloseDuringOperations(t *testing.T) {
 	}
 }
 
-// Listeners. OnRemove runs outside every engine lock, on the goroutine
-// that caused the removal. What happens when it misbehaves:
+// Listeners. OnRemove runs outside every engine lock (the expiry cycle's
+// included), on the goroutine that caused the removal. What happens when it misbehaves:
 //
 //   - It panics on a caller's goroutine: the panic propagates to the caller
 //     of the operation that caused the removal (or out of RunExpiryCycle).
@@ -257,12 +257,12 @@ func TestCloseDuringOperations(t *testing.T) {
 //     counts it in Stats.ListenerPanics, reports the remaining removals, and
 //     the loop goes on (since 6047716; before, the program crashed).
 //   - It blocks: only the goroutine that runs it waits. Other operations,
-//     on any key and shard, proceed. Close waits for the background expiry
-//     goroutine, so a listener blocked in active expiry delays Close until
-//     it returns.
-//   - It calls the engine: allowed (reads, writes, deletes, and Close, also
-//     from the expiry goroutine: Close then does not wait for itself), because
-//     no lock is held.
+//     on any key and shard, RunExpiryCycle included, proceed. Close does not
+//     wait for a listener running on the expiry goroutine (it may be the
+//     caller, or wait for it); no listener call starts there after Close
+//     returned, and the goroutine ends when the listener returns.
+//   - It calls the engine: allowed (reads, writes, deletes, RunExpiryCycle,
+//     and Close, from any goroutine), because no lock is held.
 
 // TestListenerPanics: a panicking listener leaves the engine consistent
 // and usable.
@@ -379,9 +379,9 @@ func TestListenerPanicsInExpiryGoroutine(t *testing.T) {
 }
 
 // TestListenerBlocks: a listener blocked on one removal does not stop
-// other operations, on the same shard or others; Close waits for a
-// listener blocked in the background expiry goroutine, and returns once it
-// is released.
+// other operations, on the same shard or others; Close does not wait for a
+// listener blocked in the background expiry goroutine (it could be waiting
+// for Close's caller), and the goroutine ends once the listener returns.
 func TestListenerBlocks(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan string, 16)
@@ -422,21 +422,10 @@ func TestListenerBlocks(t *testing.T) {
 	if k := <-entered; k != "block-expiry" {
 		t.Fatalf("unexpected removal %q", k)
 	}
-	closed := make(chan struct{})
-	go func() { e.Close(); close(closed) }()
-	// Close waits for the expiry goroutine, which is in the listener (for
-	// a while after 41913a9 it did not: finding F8, fixed in 5a02bec).
-	select {
-	case <-closed:
-		t.Fatal("Close returned while the expiry goroutine is still in a listener")
-	case <-time.After(20 * time.Millisecond):
+	if !returnsWithin(func() { e.Close() }) {
+		t.Fatal("Close waited for a listener blocked in the expiry goroutine")
 	}
 	close(release) // lets the delete and the expiry listener return
-	select {
-	case <-closed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not return after the listener was released")
-	}
 	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
 		t.Fatal("the expiry goroutine did not end after its listener returned")
 	}
@@ -445,42 +434,40 @@ func TestListenerBlocks(t *testing.T) {
 	}
 }
 
-// TestCloseWaitsForExpiryListener is finding F8 (fixed in 5a02bec): Close
-// called from another goroutine while the expiry goroutine runs a listener
-// must wait for that goroutine to end, so no listener runs after Close.
-func TestCloseWaitsForExpiryListener(t *testing.T) {
+// TestCloseStartsNoExpiryListenerAfterReturn: Close called while the
+// expiry goroutine runs a listener returns without waiting for it, and
+// from then on the goroutine starts no listener call (the removals it has
+// not reported yet are dropped with the rest of the engine's contents);
+// the goroutine ends when the running listener returns.
+func TestCloseStartsNoExpiryListenerAfterReturn(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	var afterClose atomic.Bool
-	var closedFlag atomic.Bool
-	e, err := engine.New(engine.Config{ExpiryInterval: time.Millisecond, OnRemove: func(engine.Removal) {
+	var started atomic.Int64
+	e, err := engine.New(engine.Config{Shards: 1, ExpiryInterval: time.Millisecond, OnRemove: func(engine.Removal) {
+		started.Add(1)
 		select {
 		case entered <- struct{}{}:
 		default:
 		}
 		<-release
-		if closedFlag.Load() {
-			afterClose.Store(true)
-		}
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.SetTTL("k", []byte("v"), time.Millisecond)
-	<-entered
-	var released atomic.Bool
-	go func() { time.Sleep(50 * time.Millisecond); released.Store(true); close(release) }()
-	e.Close()
-	if !released.Load() {
-		t.Fatal("Close returned while the expiry goroutine was still in a listener")
+	for i := range 100 {
+		e.SetTTL(fmt.Sprint("k", i), []byte("v"), time.Millisecond)
 	}
-	closedFlag.Store(true)
-	// The goroutine is past its listener; it may still be exiting.
+	<-entered // the expiry goroutine is in the first listener call
+	if !returnsWithin(func() { e.Close() }) {
+		t.Fatal("Close waited for a listener running on the expiry goroutine")
+	}
+	atClose := started.Load()
+	close(release)
 	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
-		t.Fatal("the expiry goroutine outlives Close")
+		t.Fatal("the expiry goroutine outlives its listener after Close")
 	}
-	if afterClose.Load() {
-		t.Fatal("a listener ran after Close returned")
+	if n := started.Load(); n != atClose {
+		t.Fatalf("%d listener calls started after Close returned", n-atClose)
 	}
 }
 
@@ -528,9 +515,9 @@ func TestListenerCallsEngine(t *testing.T) {
 	}
 }
 
-// TestListenerCallsClose is finding F5 (fixed in 41913a9): a listener that
-// calls Close while running on the background expiry goroutine must not
-// deadlock (Close waits for that very goroutine).
+// TestListenerCallsClose: a listener that calls Close while running on the
+// background expiry goroutine must not deadlock (Close must not wait for
+// that very goroutine), and the goroutine ends.
 func TestListenerCallsClose(t *testing.T) {
 	var e *engine.Engine
 	done := make(chan struct{})

@@ -56,8 +56,10 @@ type Config struct {
 	Policy evict.Spec
 
 	// OnRemove, if set, is called after every removal with its cause. It
-	// runs outside every engine lock, on the goroutine that caused the
-	// removal (or the expiry goroutine). It may call the engine. A listener
+	// runs outside every engine lock (the expiry cycle's included), on the
+	// goroutine that caused the removal (a caller's RunExpiryCycle, or the
+	// expiry goroutine). It may call the engine, RunExpiryCycle and Close
+	// included (Close does not wait for a running listener). A listener
 	// that panics leaves the engine consistent: on a caller's goroutine the
 	// panic reaches the caller after its operation completed; in the expiry
 	// goroutine it is recovered and counted in Stats.ListenerPanics. A

@@ -38,18 +38,15 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"math"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/tidekv/tide/clock"
 	"github.com/tidekv/tide/evict"
@@ -177,7 +174,10 @@ type Stats struct {
 // Engine is the key-value engine. Create it with New; its zero value is not
 // usable. See the package documentation for the semantics.
 //
-// Algorithm: xxhash of the key picks one of Config.Shards shards; each shard
+// Algorithm: a hash of the key with a secret per-engine seed (hash/maphash,
+// so keys picked offline cannot be made to collide: no hash flooding)
+// picks one of Config.Shards shards by its low bits, and the shard's table
+// word by its high bits; each shard
 // is an RWMutex over pointer-free storage (a slot array, a key/value arena
 // and an open-addressing table; see shard.go) plus a B-tree of deadlines and
 // an eviction policy instance.
@@ -192,10 +192,12 @@ type Stats struct {
 //
 // Concurrency: every method is safe for concurrent use; operations on one
 // key are linearizable. Commit locks the shards it touches in ascending
-// order. Close waits for the expiry goroutine.
+// order. Close waits for the expiry goroutine unless it is running a
+// listener (see Close).
 type Engine struct {
 	shards   []shard
 	mask     uint64
+	seed     maphash.Seed // secret: the key hash of every shard and table
 	clock    clock.Clock
 	mono     bool         // clock is known to be monotonic: no guard needed
 	hwm      atomic.Int64 // highest time read from a clock that is not known monotonic
@@ -204,16 +206,35 @@ type Engine struct {
 	closed   atomic.Bool
 
 	listenerPanics atomic.Uint64 // recovered in the expiry goroutine
-	inBackground   atomic.Bool   // the expiry goroutine is running a cycle
-	loopGoroutine  atomic.Uint64 // id of the expiry goroutine, for Close
 
-	cycleMu sync.Mutex // guards cycle
+	// cycleMu guards cycle, every Pass of it, and cycleEv. It is held for
+	// one batch of a cycle at a time and never while a listener runs.
+	cycleMu sync.Mutex
 	cycle   *expiry.Cycle
+	cycleEv []Removal // removals of the batch in progress, reported after cycleMu is released
 
-	closeOnce sync.Once
-	done      chan struct{}
-	wg        sync.WaitGroup
+	done     chan struct{} // closed by Close: the expiry goroutine stops
+	released chan struct{} // closed when Close has released the shards
+
+	// loopMu guards loopState; loopCond signals its changes to Close.
+	loopMu    sync.Mutex
+	loopCond  sync.Cond
+	loopState loopState
 }
+
+// loopState is what the expiry goroutine is doing, as far as Close cares.
+type loopState uint8
+
+const (
+	// loopStateRunning: the goroutine runs engine code or sleeps; it
+	// returns or exits in bounded time once done is closed.
+	loopStateRunning loopState = iota
+	// loopStateListening: the goroutine runs Config.OnRemove, which may
+	// block, or call Close.
+	loopStateListening
+	// loopStateExited: the goroutine has ended (or never started).
+	loopStateExited
+)
 
 // New returns an engine configured by cfg, or an error wrapping
 // ErrInvalidConfig that names the offending field.
@@ -229,12 +250,16 @@ func New(cfg Config) (*Engine, error) {
 		mono:     isMonotonic(cfg.Clock),
 		maxKey:   cfg.MaxKeySize,
 		onRemove: cfg.OnRemove,
+		seed:     maphash.MakeSeed(),
 		done:     make(chan struct{}),
+		released: make(chan struct{}),
 	}
+	e.loopCond.L = &e.loopMu
 	parts := make([]expiry.Reclaimer, n)
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.idx = expiry.NewIndex()
+		s.seed = e.seed
 		if cfg.MaxBytes > 0 {
 			s.maxBytes = cfg.MaxBytes / int64(n)
 		}
@@ -246,8 +271,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.cycle = expiry.NewCycle(parts, cfg.ExpiryBudget, clock.Real{}.Now)
 	if cfg.ExpiryInterval > 0 {
-		e.wg.Add(1)
 		go e.expireLoop(cfg.ExpiryInterval)
+	} else {
+		e.loopState = loopStateExited
 	}
 	return e, nil
 }
@@ -282,41 +308,23 @@ func (e *Engine) now() int64 {
 	}
 }
 
-// goroutineID returns the calling goroutine's id, parsed from its stack
-// header ("goroutine 42 [running]:"). Only Close and the expiry goroutine's
-// start call it, so that Close can tell whether it runs on the expiry
-// goroutine (a listener calling Close) and must not wait for itself.
-func goroutineID() uint64 {
-	var buf [32]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, _ := strconv.ParseUint(string(b), 10, 64)
-	return id
-}
-
 type reclaimer struct {
 	e *Engine
 	s *shard
 }
 
+// ReclaimDue runs under cycleMu (within a Pass.Step): the removals go to
+// cycleEv, which runExpiry reports once cycleMu is released.
 func (r reclaimer) ReclaimDue(now int64, max int) (int, bool) {
-	var ev []Removal
-	evp := r.e.events(&ev)
-	n, more := r.s.reclaimDue(now, max, evp)
-	if r.e.inBackground.Load() {
-		r.e.deliverRecovering(ev)
-	} else {
-		r.e.deliver(ev)
-	}
-	return n, more
+	return r.s.reclaimDue(now, max, r.e.events(&r.e.cycleEv))
 }
 
+// expireLoop is the expiry goroutine: it runs a cycle every interval (and
+// again at once while due entries remain) and reports removals with
+// deliverBackground. It owns nothing Close must wait for while it runs a
+// listener; see Close.
 func (e *Engine) expireLoop(every time.Duration) {
-	defer e.wg.Done()
-	e.loopGoroutine.Store(goroutineID())
+	defer e.setLoopState(loopStateExited)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -326,10 +334,7 @@ func (e *Engine) expireLoop(every time.Duration) {
 		case <-t.C:
 		}
 		for {
-			e.inBackground.Store(true)
-			_, more := e.RunExpiryCycle()
-			e.inBackground.Store(false)
-			if !more {
+			if _, more := e.runExpiry(e.deliverBackground); !more {
 				break
 			}
 			select {
@@ -341,45 +346,89 @@ func (e *Engine) expireLoop(every time.Duration) {
 	}
 }
 
+func (e *Engine) setLoopState(st loopState) {
+	e.loopMu.Lock()
+	e.loopState = st
+	e.loopMu.Unlock()
+	e.loopCond.Broadcast()
+}
+
 // RunExpiryCycle runs one active expiry cycle now: it removes due entries in
 // deadline order within the configured budget, and reports how many it
-// removed and whether due entries remain. The background goroutine calls it
-// every ExpiryInterval (and again at once while entries remain); tests with
-// a manual clock call it by hand.
+// removed and whether due entries remain. The background goroutine runs
+// the same cycle every ExpiryInterval (and again at once while entries
+// remain); tests with a manual clock call it by hand.
+//
+// Removals are reported to Config.OnRemove on the calling goroutine after
+// each batch, with no engine lock held (a listener may call
+// RunExpiryCycle; a listener that blocks delays no other caller). A
+// listener's panic reaches the caller; the removals of the rest of the
+// cycle then wait for the next cycle.
 func (e *Engine) RunExpiryCycle() (removed int, more bool) {
+	return e.runExpiry(e.deliver)
+}
+
+// runExpiry runs one cycle a batch at a time, holding cycleMu for each
+// batch and reporting the batch's removals with deliver after releasing
+// it. The delivery mode is the caller's: deliver for a caller's goroutine,
+// deliverBackground for the expiry goroutine.
+func (e *Engine) runExpiry(deliver func([]Removal)) (removed int, more bool) {
 	if e.closed.Load() {
 		return 0, false
 	}
 	e.cycleMu.Lock()
-	defer e.cycleMu.Unlock()
-	return e.cycle.Run(e.now())
+	p := e.cycle.Begin(e.now())
+	e.cycleMu.Unlock()
+	for !e.closed.Load() {
+		e.cycleMu.Lock()
+		ok := p.Step()
+		ev := e.cycleEv
+		e.cycleEv = nil
+		e.cycleMu.Unlock()
+		deliver(ev)
+		if !ok {
+			return p.Removed(), p.More()
+		}
+	}
+	return p.Removed(), false
 }
 
 // Close stops the background goroutine and releases the engine's memory.
 // Later operations return ErrClosed (reads report a miss). Close is
-// idempotent and always returns nil.
+// idempotent, safe to call from any goroutine, listeners included, and
+// always returns nil; every call returns once the engine is closed.
 //
-// Close waits for the expiry goroutine to exit, unless Close is called on
-// that goroutine (by Config.OnRemove during active expiry): then the
-// goroutine exits as soon as the listener returns.
+// Close waits for the expiry goroutine to end, except while that goroutine
+// runs a listener: Close does not wait for a listener (the listener may be
+// the caller, or may wait for the caller). Such a listener may still be
+// running when Close returns, but no listener call starts on the expiry
+// goroutine after Close has returned, and the goroutine ends as soon as
+// the listener returns. A listener running on a caller's goroutine is
+// never waited for either.
 func (e *Engine) Close() error {
-	e.closeOnce.Do(func() {
-		e.closed.Store(true)
-		close(e.done)
-		if e.loopGoroutine.Load() != goroutineID() {
-			e.wg.Wait()
-		}
-		for i := range e.shards {
-			s := &e.shards[i]
-			s.mu.Lock()
-			s.closed = true
-			s.tab.Reset()
-			s.ents, s.arena, s.free, s.live, s.ttlLive, s.bytes, s.evictb, s.garbage = nil, nil, nil, 0, 0, 0, 0, 0
-			s.idx.Clear()
-			s.pol = nil
-			s.mu.Unlock()
-		}
-	})
+	if !e.closed.CompareAndSwap(false, true) {
+		// Another Close is releasing the shards: it waits for nothing
+		// but engine code, so this returns promptly.
+		<-e.released
+		return nil
+	}
+	close(e.done)
+	e.loopMu.Lock()
+	for e.loopState == loopStateRunning {
+		e.loopCond.Wait()
+	}
+	e.loopMu.Unlock()
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.Lock()
+		s.closed = true
+		s.tab.Reset()
+		s.ents, s.arena, s.free, s.live, s.ttlLive, s.bytes, s.evictb, s.garbage = nil, nil, nil, 0, 0, 0, 0, 0
+		s.idx.Clear()
+		s.pol = nil
+		s.mu.Unlock()
+	}
+	close(e.released)
 	return nil
 }
 
@@ -393,8 +442,9 @@ func (e *Engine) Clock() clock.Clock { return e.clock }
 // Closed after a miss.
 func (e *Engine) Closed() bool { return e.closed.Load() }
 
+// shardFor returns key's shard and hash (see shard.hash).
 func (e *Engine) shardFor(key string) (*shard, uint64) {
-	h := xxhash.Sum64String(key)
+	h := maphash.String(e.seed, key)
 	return &e.shards[h&e.mask], h
 }
 
@@ -418,16 +468,27 @@ func (e *Engine) deliver(ev []Removal) {
 	}
 }
 
-// deliverRecovering is deliver for the expiry goroutine: a listener panic
+// deliverBackground is deliver for the expiry goroutine: a listener panic
 // is recovered and counted (Stats.ListenerPanics) instead of crashing the
-// process, and the remaining removals are still reported.
-func (e *Engine) deliverRecovering(ev []Removal) {
+// process, and the remaining removals are still reported. Once Close has
+// begun it starts no listener call (Close does not wait for one that is
+// running; see Close).
+func (e *Engine) deliverBackground(ev []Removal) {
 	for i := range ev {
+		e.loopMu.Lock()
+		if e.closed.Load() {
+			e.loopMu.Unlock()
+			return
+		}
+		e.loopState = loopStateListening
+		e.loopMu.Unlock()
+		e.loopCond.Broadcast()
 		func() {
 			defer func() {
 				if recover() != nil {
 					e.listenerPanics.Add(1)
 				}
+				e.setLoopState(loopStateRunning)
 			}()
 			e.onRemove(ev[i])
 		}()

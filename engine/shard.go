@@ -2,11 +2,10 @@ package engine
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/expiry"
@@ -133,6 +132,7 @@ type shard struct {
 	pol      evict.Policy
 	volatile bool
 	closed   bool
+	seed     maphash.Seed // the engine's; set once by New
 
 	writes, expired, evicted, deleted, replaced uint64
 
@@ -143,6 +143,10 @@ type shard struct {
 	misses atomic.Uint64
 	_      [48]byte
 }
+
+// hash returns the engine's hash of a stored key: equal to what
+// Engine.shardFor computes for the same key as a string.
+func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
 
 // findLocked returns the slot holding key. s.mu must be held (shared or
 // exclusive).
@@ -248,7 +252,7 @@ func (s *shard) syncPolicyLocked(en entry, hash uint64, oldSize int64, written b
 	was := en.flags()&flagTracked != 0
 	now := s.trackableLocked(en)
 	if now && hash == 0 {
-		hash = xxhash.Sum64(en.key())
+		hash = s.hash(en.key())
 	}
 	h := evict.Handle(en.slot)
 	switch {
@@ -328,7 +332,7 @@ func (s *shard) boundIndexLocked() {
 func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Removal) {
 	en := s.at(slot)
 	if hash == 0 {
-		hash = xxhash.Sum64(en.key())
+		hash = s.hash(en.key())
 	}
 	if ev != nil {
 		*ev = append(*ev, Removal{Key: string(en.key()), Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: cause})
@@ -398,7 +402,7 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 			hashes[i] = 0
 			if o := s.ents[it.Slot]; o != 0 {
 				if en := (entry{s, it.Slot, o - 1}); en.deadline() == it.Deadline {
-					hashes[i] = xxhash.Sum64(en.key())
+					hashes[i] = s.hash(en.key())
 					sink += s.tab.Touch(table.Tag(hashes[i]))
 				}
 			}

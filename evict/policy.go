@@ -22,7 +22,7 @@ type Handle uint32
 
 // Entry is what a policy is told about an evictable entry.
 type Entry struct {
-	Hash     uint64 // xxhash of the key
+	Hash     uint64 // the engine's hash of the key (secretly seeded per engine, so keys cannot be picked to collide)
 	Size     int64  // accounted bytes: key + value + per-entry overhead
 	Deadline int64  // expiry deadline in engine-clock nanoseconds; 0 = no TTL
 }

@@ -39,7 +39,9 @@ func (b Budget) withDefaults() Budget {
 // Cycle runs active expiry over a fixed set of parts. It remembers where the
 // last cycle stopped so that a cycle cut short by its budget resumes with
 // the next part, and no part starves. A Cycle is not safe for concurrent
-// use; the engine runs it from one goroutine (or a test drives it by hand).
+// use: its owner serializes Run, Begin and every Pass.Step (the engine holds
+// a lock around each call, and releases it between steps to report the
+// removals).
 type Cycle struct {
 	parts  []Reclaimer
 	budget Budget
@@ -59,40 +61,86 @@ func NewCycle(parts []Reclaimer, b Budget, elapsed func() int64) *Cycle {
 // Run removes due entries (deadline ≤ now) from every part, a batch per part
 // in turn, until no part has due entries or the budget is spent. It returns
 // how many entries it removed and whether due entries remain (the caller
-// should run again soon).
+// should run again soon). It is Begin followed by Step until Step reports
+// the end.
 func (c *Cycle) Run(now int64) (removed int, more bool) {
-	if len(c.parts) == 0 {
-		return 0, false
+	p := c.Begin(now)
+	for p.Step() {
 	}
-	var start int64
-	if c.elapsed != nil {
-		start = c.elapsed()
-	}
-	pending := make([]bool, len(c.parts))
-	for i := range pending {
-		pending[i] = true
-	}
-	left := len(c.parts)
-	for left > 0 {
-		for range c.parts {
-			if removed >= c.budget.Count {
-				return removed, true
-			}
-			i := c.next
-			c.next = (c.next + 1) % len(c.parts)
-			if !pending[i] {
-				continue
-			}
-			n, m := c.parts[i].ReclaimDue(now, min(c.budget.Batch, c.budget.Count-removed))
-			removed += n
-			if !m {
-				pending[i] = false
-				left--
-			}
-		}
-		if left > 0 && c.elapsed != nil && time.Duration(c.elapsed()-start) >= c.budget.Time {
-			return removed, true
-		}
-	}
-	return removed, false
+	return p.Removed(), p.More()
 }
+
+// Pass is one cycle in progress, run a batch at a time with Step, so that
+// its owner can release its locks between batches (the engine reports each
+// batch's removals to its listener outside every lock). Several passes of
+// one Cycle may be in progress at once; each keeps its own budget and
+// share the cycle's rotation, so together they still visit parts fairly.
+type Pass struct {
+	c       *Cycle
+	now     int64
+	start   int64
+	pending []bool // the parts that may still have due entries
+	left    int    // number of pending parts
+	swept   int    // parts visited in the current sweep
+	removed int
+	done    bool
+	more    bool
+}
+
+// Begin starts a cycle at now. Nothing is removed until Step.
+func (c *Cycle) Begin(now int64) *Pass {
+	p := &Pass{c: c, now: now, pending: make([]bool, len(c.parts)), left: len(c.parts)}
+	for i := range p.pending {
+		p.pending[i] = true
+	}
+	if c.elapsed != nil {
+		p.start = c.elapsed()
+	}
+	return p
+}
+
+// Step removes one batch from the next part that may have due entries and
+// reports whether the pass goes on (false: the pass is over, see More). It
+// visits the parts in turn, a batch each, checks the count budget before
+// each batch and the time budget after each full sweep, exactly as Run.
+func (p *Pass) Step() bool {
+	c := p.c
+	for !p.done {
+		if p.left == 0 {
+			p.done = true
+			break
+		}
+		if p.swept == len(c.parts) {
+			p.swept = 0
+			if c.elapsed != nil && time.Duration(c.elapsed()-p.start) >= c.budget.Time {
+				p.done, p.more = true, true
+				break
+			}
+		}
+		if p.removed >= c.budget.Count {
+			p.done, p.more = true, true
+			break
+		}
+		i := c.next
+		c.next = (c.next + 1) % len(c.parts)
+		p.swept++
+		if !p.pending[i] {
+			continue
+		}
+		n, m := c.parts[i].ReclaimDue(p.now, min(c.budget.Batch, c.budget.Count-p.removed))
+		p.removed += n
+		if !m {
+			p.pending[i] = false
+			p.left--
+		}
+		return true
+	}
+	return false
+}
+
+// Removed returns how many entries the pass has removed so far.
+func (p *Pass) Removed() int { return p.removed }
+
+// More reports whether due entries remained when the pass ended (its budget
+// ran out first).
+func (p *Pass) More() bool { return p.more }

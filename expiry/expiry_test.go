@@ -144,3 +144,38 @@ func TestCycleDrainsInDeadlineOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestPassStepsOneBatchAtATime: a pass reclaims exactly one batch per Step
+// (so its owner can report each batch with no lock held), and passes that
+// interleave on one cycle each keep their own budget and together drain
+// every part.
+func TestPassStepsOneBatchAtATime(t *testing.T) {
+	a := &fakePart{deadlines: []int64{1, 2, 3, 4, 5}}
+	b := &fakePart{deadlines: []int64{1, 2, 3}}
+	c := NewCycle([]Reclaimer{a, b}, Budget{Count: 100, Batch: 2}, nil)
+	p, q := c.Begin(10), c.Begin(10)
+	steps := 0
+	for pOK, qOK := true, true; pOK || qOK; {
+		calls := a.calls + b.calls
+		if pOK {
+			pOK = p.Step()
+			if pOK && a.calls+b.calls != calls+1 {
+				t.Fatalf("a Step reclaimed %d batches, want 1", a.calls+b.calls-calls)
+			}
+			steps++
+		}
+		if qOK {
+			qOK = q.Step()
+			steps++
+		}
+		if steps > 100 {
+			t.Fatal("the passes do not end")
+		}
+	}
+	if len(a.deadlines)+len(b.deadlines) != 0 {
+		t.Fatalf("left %v %v", a.deadlines, b.deadlines)
+	}
+	if p.Removed()+q.Removed() != 8 || p.More() || q.More() {
+		t.Fatalf("removed %d+%d more %v %v, want 8 in all and no more", p.Removed(), q.Removed(), p.More(), q.More())
+	}
+}

@@ -188,6 +188,38 @@ func (t *Table) resize(size int) {
 	}
 }
 
+// ProbeStats measures the table's probe chains: a word stored d words
+// after its home costs d+1 probes to find (and cost as much to insert).
+// It returns the sum of those costs over the stored words and the largest
+// one. Cost O(Cap).
+func (t *Table) ProbeStats() (total, longest int) {
+	mask := len(t.words) - 1
+	for i, w := range t.words {
+		if w == 0 {
+			continue
+		}
+		d := (i-t.home(uint32(w>>32)))&mask + 1
+		total += d
+		longest = max(longest, d)
+	}
+	return total, longest
+}
+
+// MissProbes returns how many words a probe for tag examines before it
+// stops at an empty word (that word included): the cost of looking up an
+// absent key with this tag.
+func (t *Table) MissProbes(tag uint32) int {
+	if len(t.words) == 0 {
+		return 0
+	}
+	mask := len(t.words) - 1
+	n := 1
+	for i := t.home(tag); t.words[i] != 0; i = (i + 1) & mask {
+		n++
+	}
+	return n
+}
+
 // Each calls fn for every stored pair, in table order.
 func (t *Table) Each(fn func(tag uint32, slot uint32)) {
 	for _, w := range t.words {

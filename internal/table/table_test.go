@@ -121,3 +121,22 @@ func BenchmarkFind(b *testing.B) {
 		tab.Next(k, &j)
 	}
 }
+
+// TestProbeStats: the probe measures count a word at its home as one
+// probe, each word it was pushed past as one more, and a miss as the
+// words up to the first empty one.
+func TestProbeStats(t *testing.T) {
+	var tab Table
+	for i := range uint32(3) {
+		tab.Insert(0, i) // tag 0: homes at word 0, stored at words 0, 1, 2
+	}
+	if total, longest := tab.ProbeStats(); total != 1+2+3 || longest != 3 {
+		t.Fatalf("ProbeStats = %d, %d; want 6, 3", total, longest)
+	}
+	if n := tab.MissProbes(0); n != 4 {
+		t.Fatalf("MissProbes(0) = %d, want 4 (three words and the empty one)", n)
+	}
+	if n := tab.MissProbes(5); n != 1 {
+		t.Fatalf("MissProbes(5) = %d, want 1 (an empty home)", n)
+	}
+}

@@ -196,14 +196,30 @@ type Store struct {
 	cfg Config
 	rep report.Reporter
 
-	mu       sync.Mutex
-	cache    map[string]cached
-	watchers map[string][]*watcher
-	polling  bool
-	closed   bool
-	done     chan struct{}
-	wg       sync.WaitGroup
+	// mu guards every field below; pollCond signals changes of
+	// pollState to Close.
+	mu        sync.Mutex
+	pollCond  sync.Cond
+	cache     map[string]cached
+	watchers  map[string][]*watcher
+	polling   bool // the poller was started
+	pollState pollState
+	closed    bool
+	done      chan struct{}
 }
+
+// pollState is what the poller goroutine is doing, as far as Close cares.
+type pollState uint8
+
+const (
+	// pollStateRunning: it reads the store or sleeps, and ends in
+	// bounded time once done is closed.
+	pollStateRunning pollState = iota
+	// pollStateWatching: it runs a watcher, which may block or call Close.
+	pollStateWatching
+	// pollStateExited: it has ended.
+	pollStateExited
+)
 
 type cached struct {
 	f     Flag
@@ -239,7 +255,9 @@ func New(cfg Config) (*Store, error) {
 	if cfg.LocalClock == nil {
 		cfg.LocalClock = clock.Real{}
 	}
-	return &Store{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}, cache: map[string]cached{}, watchers: map[string][]*watcher{}, done: make(chan struct{})}, nil
+	s := &Store{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}, cache: map[string]cached{}, watchers: map[string][]*watcher{}, done: make(chan struct{})}
+	s.pollCond.L = &s.mu
+	return s, nil
 }
 
 func (s *Store) keys(name string) (string, string) {
@@ -385,7 +403,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	}
 	f := Flag{Name: name, State: next, Revision: rec.Revision, UpdatedAt: now, UpdatedBy: actor, version: d.Version}
 	s.remember(f, true)
-	s.notify(f)
+	s.notify(f, false)
 	return f, nil
 }
 
