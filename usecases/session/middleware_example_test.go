@@ -12,7 +12,7 @@ import (
 	"github.com/tidekv/tide/usecases/store/embedded"
 )
 
-func ExampleMiddleware() {
+func ExampleNewMiddleware() {
 	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, _ := engine.New(engine.Config{Clock: clk})
 	defer e.Close()
@@ -30,7 +30,11 @@ func ExampleMiddleware() {
 		}
 		http.Error(w, "sign in", http.StatusUnauthorized)
 	})
-	h := session.Middleware(session.HTTPConfig{Manager: m}, mux)
+	mw, err := session.NewMiddleware(session.HTTPConfig{Manager: m})
+	if err != nil {
+		panic(err)
+	}
+	h := mw(mux)
 
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/login", nil))
