@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/expvarstats"
 	"github.com/tidekv/tide/usecases/httpmw"
 	"github.com/tidekv/tide/usecases/session"
 	"github.com/tidekv/tide/usecases/store"
@@ -525,3 +526,6 @@ func TestEventsCount(t *testing.T) {
 		t.Errorf("Events: got %v, want %v", got, want)
 	}
 }
+
+// A Manager is read by expvarstats and contrib/prometheus as an EventSource.
+var _ expvarstats.EventSource = (*session.Manager)(nil)
