@@ -485,7 +485,8 @@ func (c *Cache) refresh(ctx context.Context, key string, load Loader) {
 // missing one), one load call, one write per loaded key. Bulk loads are
 // not single-flighted with each other: concurrent GetMany calls may load
 // the same missing key twice (the version-checked writes keep the cache
-// consistent, as for Get).
+// consistent, as for Get). An aged entry is refreshed in the background
+// with Config.Load, if set.
 func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(keys))
 	if load == nil {
