@@ -6,10 +6,10 @@ import (
 )
 
 // An EventSource reports cumulative event counts by event name; each count
-// only grows. tide's adapters are to implement it (the planned event
-// names are listed in contrib/prometheus, for example "denied" for a rate
-// limiter); any type with this method works, without importing this
-// package.
+// only grows. cache.Cache and session.Manager implement it, the other
+// adapters are to follow (the event names are listed in
+// contrib/prometheus, for example "denied" for a rate limiter); any type
+// with this method works, without importing this package.
 type EventSource interface {
 	Events() iter.Seq2[string, uint64]
 }

@@ -91,7 +91,11 @@ func FuzzSession(f *testing.F) {
 		}
 		// Arbitrary cookies through the middleware: no session, no panic.
 		var saw *session.Session
-		h := session.Middleware(session.HTTPConfig{Manager: m, Insecure: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mw, err := session.NewMiddleware(session.HTTPConfig{Manager: m, Insecure: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			saw = session.FromContext(r.Context())
 			session.SetValue(r.Context(), "x", []byte("y")) // false without a session
 		}))

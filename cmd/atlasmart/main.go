@@ -1,4 +1,4 @@
-// Command atlasmart runs tide's five use cases end to end on the real
+// Command atlasmart runs tide's use cases end to end on the real
 // engine with a manual clock, for a fictional shop, AtlasMart. Each scene
 // prints what happens:
 //
@@ -12,6 +12,10 @@
 //  5. a stale lease holder's write rejected by fencing;
 //  6. the two-replica SMS budget: two per-process limiters admit twice the
 //     budget, one shared limiter holds it.
+//  7. a product cache: hits, a remembered miss, a price refreshed ahead
+//     while the old one is served, an invalidation, the stats;
+//  8. a double-clicked payment: the duplicate that arrives while the
+//     first runs gets 409, the retry the stored response.
 //
 // Usage: go run ./cmd/atlasmart
 package main
@@ -89,6 +93,8 @@ func run(ctx context.Context) error {
 		{"Payments (idempotency)", payments},
 		{"Leases and fencing", leases},
 		{"Two replicas, one SMS budget", smsBudget},
+		{"Catalog cache", catalog},
+		{"Double click (idempotency)", doubleClick},
 	}
 	for i, s := range scenes {
 		fmt.Fprintf(out, "\n== %d. %s ==\n", i+1, s.title)

@@ -27,6 +27,14 @@ func TestDemo(t *testing.T) {
 		"generation 41: REJECTED",
 		"200 SMS sent — 2× the budget",
 		"100 SMS sent — the budget holds",
+		"GET kettle-pro → not found (from cache)",
+		"GET kettle → 39.90 (the aged price, at once",
+		"GET kettle → 34.90 (from cache)",
+		"GET toaster → 19.90 (from catalog database)",
+		"stats: 4 hits, 4 misses, 5 loads, 1 background refresh(es)",
+		"while the first is charging → 409, Retry-After: 1s (not run)",
+		`retries after Retry-After → 201 {"charge":"ch_1","amount":1250} (replayed)`,
+		"card charged 1 time(s)",
 	}
 	for _, w := range want {
 		if !strings.Contains(buf.String(), w) {

@@ -29,12 +29,13 @@
 // # Adapter metrics
 //
 // Config.Adapters maps an adapter name to an EventSource; each becomes one
-// counter family, <namespace>_<name>_events_total{event}. tide's adapters
-// do not count events yet; these are the names they are to report under,
-// and that dashboards can be built on:
+// counter family, <namespace>_<name>_events_total{event}. These are the
+// names tide's adapters report under (cache.Cache and session.Manager
+// implement EventSource; the others are to follow), and that dashboards
+// can be built on:
 //
 //	adapter       events
-//	cache         load, load_error, hit, miss
+//	cache         hit, miss, load, load_error, refresh
 //	ratelimit     allowed, denied, store_error
 //	idempotency   claimed, replayed, conflict, mismatch, completed
 //	session       created, revoked, rotated

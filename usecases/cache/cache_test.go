@@ -1,12 +1,17 @@
 package cache_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/tidekv/tide/expvarstats"
 	"github.com/tidekv/tide/usecases/cache"
 	"github.com/tidekv/tide/usecases/store/storetest"
 )
@@ -20,7 +25,6 @@ func TestNewRejects(t *testing.T) {
 	load := func(context.Context, string) ([]byte, bool, error) { return nil, false, nil }
 	for i, c := range []cache.Config{
 		{Name: "c", Load: load},
-		{Name: "c", Backend: b},
 		{Backend: b, Load: load},              // no name
 		{Name: "a:b", Backend: b, Load: load}, // a name reaching into the key syntax
 		{Name: "c", Backend: b, Load: load, TTL: -1},
@@ -28,6 +32,9 @@ func TestNewRejects(t *testing.T) {
 		{Name: "c", Backend: b, Load: load, TTL: math.MaxInt64},             // no backend can store it
 		{Name: "c", Backend: b, Load: load, TTL: cache.MaxTTL, Jitter: 0.5}, // over MaxTTL with its jitter
 		{Name: "c", Backend: b, Load: load, NegativeTTL: math.MaxInt64},
+		{Name: "c", Backend: b, Load: load, RefreshAfter: -1},
+		{Name: "c", Backend: b, Load: load, TTL: time.Minute, RefreshAfter: time.Minute}, // would never refresh
+		{Name: "c", Backend: b, Load: load, MaxRefreshes: -1},
 	} {
 		if _, err := cache.New(c); !errors.Is(err, cache.ErrInvalidConfig) {
 			t.Errorf("case %d: got %v, want ErrInvalidConfig", i, err)
@@ -86,3 +93,38 @@ func TestGroupPanicAndCancel(t *testing.T) {
 	}
 	close(block)
 }
+
+func TestStoreFailureIsLoggedWithKeyAndCause(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	flaky := &storetest.Flaky{Backend: b}
+	flaky.Down.Store(true)
+	var logs bytes.Buffer
+	c, _ := cache.New(cache.Config{Name: "users", Backend: flaky, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Load: func(context.Context, string) ([]byte, bool, error) { return []byte("origin"), true, nil }})
+	if v, _, err := c.Get(context.Background(), "user:42"); string(v) != "origin" || err != nil {
+		t.Fatalf("Get with the store down: got (%q, %v)", v, err)
+	}
+	out := logs.String()
+	for _, want := range []string{"cache=users", "key=user:42", "injected failure"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q: %s", want, out)
+		}
+	}
+}
+
+func TestCloseIsIdempotentAndConcurrent(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Close() }()
+	}
+	wg.Wait()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Cache is read by expvarstats and contrib/prometheus as an EventSource.
+var _ expvarstats.EventSource = (*cache.Cache)(nil)

@@ -5,6 +5,9 @@ import "errors"
 var (
 	// ErrInvalidConfig reports a Config field with a nonsense value.
 	ErrInvalidConfig = errors.New("tide: invalid cache config")
+	// ErrNoLoader reports a Get or GetMany without a loader: Config.Load
+	// is nil and the call brought none.
+	ErrNoLoader = errors.New("tide: cache has no loader")
 )
 
 // PanicError reports a load function that panicked.

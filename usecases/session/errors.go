@@ -12,6 +12,9 @@ var (
 	// ErrNotFound reports a Save, Touch or Rotate of a session that no
 	// longer exists (expired, revoked, evicted).
 	ErrNotFound = errors.New("tide: session not found")
+	// ErrNoMiddleware reports a context helper (Start, Login, Logout)
+	// called on a request that did not pass through the middleware.
+	ErrNoMiddleware = errors.New("tide: session middleware not installed")
 	// ErrInvalidUser reports an empty user ID.
 	ErrInvalidUser = errors.New("tide: invalid session user")
 )

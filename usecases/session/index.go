@@ -29,6 +29,9 @@ func (m *Manager) indexKey(userID string) string {
 }
 
 func (m *Manager) readIndex(ctx context.Context, userID string) ([]indexEntry, uint64, error) {
+	if userID == "" { // anonymous sessions have no index
+		return nil, 0, nil
+	}
 	it, ok, err := m.cfg.Backend.Get(ctx, m.indexKey(userID))
 	if !ok || err != nil {
 		return nil, 0, err
@@ -42,7 +45,11 @@ func (m *Manager) readIndex(ctx context.Context, userID string) ([]indexEntry, u
 
 // modifyIndex applies fn to userID's index with a CAS loop; entries past
 // their deadline are dropped, and the index expires with its last entry.
+// Anonymous sessions (userID "") have no index.
 func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]indexEntry) []indexEntry) error {
+	if userID == "" {
+		return nil
+	}
 	for {
 		idx, v, err := m.readIndex(ctx, userID)
 		if err != nil {

@@ -3,13 +3,19 @@ package session
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/tidekv/tide/usecases/httpmw"
 )
 
-// HTTPConfig configures Middleware. Zero fields mean defaults.
+// HTTPConfig configures NewMiddleware. Zero fields mean defaults.
 type HTTPConfig struct {
 	// Manager manages the sessions. Required.
 	Manager *Manager
@@ -20,13 +26,18 @@ type HTTPConfig struct {
 	// Insecure drops the Secure attribute (for plain-HTTP development
 	// only). By default the cookie is Secure.
 	Insecure bool
-	// SameSite is the cookie's SameSite mode. 0 means Lax.
+	// SameSite is the cookie's SameSite mode. 0 means Lax. None requires
+	// a Secure cookie.
 	SameSite http.SameSite
-	// OnError, if set, is told about store errors (the request proceeds
-	// without a session on a failed load; a failed save is not visible to
-	// the client, whose response is already written). nil means they are
-	// logged with slog.Default.
-	OnError func(r *http.Request, err error)
+	// RefuseOnLoadError answers a request whose session cannot be loaded
+	// (the store failed) with 503 through Options.Responder. By default
+	// the request proceeds without a session (fail closed: it is not
+	// authenticated), and Start refuses to replace the cookie.
+	RefuseOnLoadError bool
+	// Options sets the Responder of RefuseOnLoadError, and the Logger and
+	// OnError hook that hear about failed loads and saves. The session ID
+	// and the cookie are never logged.
+	Options httpmw.Options
 }
 
 // saveTimeout bounds the save after the handler, which runs with a context
@@ -35,12 +46,15 @@ const saveTimeout = 10 * time.Second
 
 type ctxKey struct{}
 
-// state is what the middleware puts in the request context.
+// state is what the middleware puts in the request context. It belongs to
+// the request's goroutine: the handler must not use the context helpers
+// from goroutines of its own.
 type state struct {
 	cfg     *HTTPConfig
 	w       http.ResponseWriter
 	r       *http.Request
 	sess    *Session
+	loadErr error  // the store failed loading the cookie's session
 	changed bool   // Set/Delete values were called through the context helpers
 	snap    []byte // sess's record as loaded, encoded: a difference after the handler is saved
 }
@@ -66,69 +80,168 @@ func (st *state) dirty() bool {
 	return err != nil || !bytes.Equal(enc, st.snap)
 }
 
-// Middleware loads the session named by the request's cookie into the
-// request context (FromContext), runs next, and saves the session if the
-// handler changed it, by any means: SetValue/DeleteValue, or
-// FromContext(ctx).Set and direct edits of the Session's Record (the
-// record is compared with its encoding as loaded). The save runs with a
-// context the client cannot cancel (a client that disconnects does not
-// lose the session's changes), bounded by ten seconds; a failed save is
-// reported to OnError. Login, Logout and
-// RotateID, called from the handler, set or clear the cookie; they must be
-// called before the handler writes its response. The cookie is HttpOnly,
-// Secure (unless Insecure) and SameSite=Lax by default; it is a session
-// cookie (no Max-Age): the store's TTL is the authority on expiry.
-func Middleware(cfg HTTPConfig, next http.Handler) http.Handler {
+// NewMiddleware returns the session middleware for cfg, or an error
+// wrapping ErrInvalidConfig. It has the standard shape, so it chains with
+// http.ServeMux, chi and alice:
+//
+//	mw, err := session.NewMiddleware(session.HTTPConfig{Manager: m})
+//	http.ListenAndServe(addr, mw(mux))
+//
+// The middleware loads the session named by the request's cookie into
+// the request context (FromContext), runs next, and saves the session if
+// the handler changed it, by any means: SetValue/DeleteValue, or
+// FromContext(ctx).Set, Pop and direct edits of the Session's Record (the
+// record is compared with its encoding as loaded).
+//
+// The save runs with a context the client cannot cancel (a client that
+// disconnects does not lose the session's changes), bounded by ten
+// seconds. If another request of the same session saved in between (two
+// tabs), the handler's changes are merged into the newer record value by
+// value, last writer winning per name, so neither request's changes are
+// lost; a read-modify-write of one value that must not lose updates
+// belongs in Manager.Update. A failed save is reported through
+// Options (logged with its cause; never the session ID).
+//
+// Start, Login, Logout, RotateID and RememberMe, called from the handler,
+// set or clear the cookie; they must be called before the handler writes
+// its response. The cookie is HttpOnly, Secure (unless Insecure) and
+// SameSite=Lax by default; it is a browser-session cookie (no Max-Age),
+// except for a session with Record.Remember, whose cookie's Max-Age
+// reaches the session's absolute deadline. The store's TTL is the
+// authority on expiry either way.
+//
+// Every response gets "Vary: Cookie" (its content depends on the session),
+// and a response that sets the cookie gets
+// `Cache-Control: no-cache="Set-Cookie"` (added to any Cache-Control the
+// handler set before), so that no shared cache stores a session cookie.
+func NewMiddleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
+	if cfg.Manager == nil {
+		return nil, fmt.Errorf("%w: Manager is nil", ErrInvalidConfig)
+	}
 	if cfg.CookieName == "" {
 		cfg.CookieName = "tide_session"
 	}
 	if cfg.Path == "" {
 		cfg.Path = "/"
 	}
-	if cfg.SameSite == 0 {
+	switch cfg.SameSite {
+	case 0:
 		cfg.SameSite = http.SameSiteLaxMode
+	case http.SameSiteDefaultMode, http.SameSiteLaxMode, http.SameSiteStrictMode:
+	case http.SameSiteNoneMode:
+		if cfg.Insecure {
+			return nil, fmt.Errorf("%w: SameSite=None requires a Secure cookie (Insecure is set)", ErrInvalidConfig)
+		}
+	default:
+		return nil, fmt.Errorf("%w: SameSite = %d", ErrInvalidConfig, cfg.SameSite)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if cfg.Manager == nil {
-			http.Error(w, "session manager not configured", http.StatusInternalServerError)
-			return
-		}
-		st := &state{cfg: &cfg, w: w}
-		if c, err := r.Cookie(cfg.CookieName); err == nil {
-			s, ok, err := cfg.Manager.Load(r.Context(), c.Value)
-			switch {
-			case err != nil:
-				st.report(r, err)
-			case ok:
-				st.use(s)
+	probe := &http.Cookie{Name: cfg.CookieName, Value: "x", Path: cfg.Path, Domain: cfg.Domain}
+	if err := probe.Valid(); err != nil {
+		return nil, fmt.Errorf("%w: cookie: %v", ErrInvalidConfig, err)
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			serve(&cfg, next, w, r)
+		})
+	}, nil
+}
+
+func serve(cfg *HTTPConfig, next http.Handler, w http.ResponseWriter, r *http.Request) {
+	w.Header().Add("Vary", "Cookie")
+	st := &state{cfg: cfg, w: w}
+	if c, err := r.Cookie(cfg.CookieName); err == nil {
+		s, ok, err := cfg.Manager.Load(r.Context(), c.Value)
+		switch {
+		case err != nil:
+			st.loadErr = err
+			st.report(r, "load", err)
+			if cfg.RefuseOnLoadError {
+				cfg.Options.Respond(w, r, httpmw.Problem{Status: http.StatusServiceUnavailable,
+					Message: "session store unavailable", Err: err})
+				return
 			}
+		case ok:
+			st.use(s)
 		}
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
-		st.r = r
-		next.ServeHTTP(w, r)
-		if st.dirty() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), saveTimeout)
-			defer cancel()
-			if err := cfg.Manager.Save(ctx, st.sess); err != nil {
-				st.report(r, err)
-			}
+	}
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
+	st.r = r
+	next.ServeHTTP(w, r)
+	if st.dirty() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), saveTimeout)
+		defer cancel()
+		if err := st.save(ctx); err != nil {
+			st.report(r, "save", err)
 		}
+	}
+}
+
+// save writes the handler's changes. If another request of the session
+// saved first, the changes (the difference between the record as loaded
+// and as left by the handler) are applied to the newer record.
+func (st *state) save(ctx context.Context) error {
+	m := st.cfg.Manager
+	err := m.Save(ctx, st.sess)
+	if !errors.Is(err, ErrConflict) {
+		return err
+	}
+	var orig Record
+	if st.snap == nil || m.cfg.Codec.Unmarshal(st.snap, &orig) != nil {
+		return err
+	}
+	final := st.sess.Record
+	_, err = m.Update(ctx, st.sess.ID, func(s *Session) error {
+		merge(&s.Record, &orig, &final)
+		return nil
 	})
+	return err
 }
 
-func (st *state) report(r *http.Request, err error) {
-	if st.cfg.OnError != nil {
-		st.cfg.OnError(r, err)
-		return
+// merge applies to r the changes from orig to final: every value set,
+// changed or deleted, and the tenant, authorization context and Remember
+// flag if they changed.
+func merge(r, orig, final *Record) {
+	for k, v := range final.Values {
+		if o, ok := orig.Values[k]; !ok || !bytes.Equal(o, v) {
+			if r.Values == nil {
+				r.Values = map[string][]byte{}
+			}
+			r.Values[k] = v
+		}
 	}
-	slog.Default().Error("tide: session store error", "method", r.Method, "path", r.URL.Path, "err", err)
+	for k := range orig.Values {
+		if _, ok := final.Values[k]; !ok {
+			delete(r.Values, k)
+		}
+	}
+	if final.Tenant != orig.Tenant {
+		r.Tenant = final.Tenant
+	}
+	if !maps.Equal(final.Auth, orig.Auth) {
+		r.Auth = maps.Clone(final.Auth)
+	}
+	if final.Remember != orig.Remember {
+		r.Remember = final.Remember
+	}
 }
 
-func (st *state) setCookie(value string, remove bool) {
-	c := &http.Cookie{Name: st.cfg.CookieName, Value: value, Path: st.cfg.Path, Domain: st.cfg.Domain,
+// report logs a failed load or save with its cause, never the session ID.
+func (st *state) report(r *http.Request, op string, err error) {
+	st.cfg.Options.Report(r, slog.LevelError, "tide: session "+op+" failed", err, slog.String("op", op))
+}
+
+func (st *state) setCookie(s *Session) {
+	c := &http.Cookie{Name: st.cfg.CookieName, Path: st.cfg.Path, Domain: st.cfg.Domain,
 		Secure: !st.cfg.Insecure, HttpOnly: true, SameSite: st.cfg.SameSite}
-	if remove {
+	switch {
+	case s == nil:
 		c.MaxAge = -1
+	case s.Remember:
+		c.Value = s.ID
+		left := s.Deadline.Sub(s.LastActive)
+		c.MaxAge = max(int((left+time.Second-1)/time.Second), 1)
+	default:
+		c.Value = s.ID
 	}
 	// Replace a cookie this request already set.
 	h := st.w.Header()
@@ -137,6 +250,13 @@ func (st *state) setCookie(value string, remove bool) {
 		return err == nil && old.Name == c.Name
 	})
 	http.SetCookie(st.w, c)
+	const noCache = `no-cache="Set-Cookie"`
+	switch cc := h.Get("Cache-Control"); {
+	case cc == "":
+		h.Set("Cache-Control", noCache)
+	case !strings.Contains(cc, noCache):
+		h.Set("Cache-Control", cc+", "+noCache)
+	}
 }
 
 func from(ctx context.Context) *state {
@@ -153,8 +273,35 @@ func FromContext(ctx context.Context) *Session {
 	return nil
 }
 
+// Start returns the request's session, starting an anonymous one (and
+// setting its cookie) if it has none: call it before storing a visitor's
+// cart, CSRF token or flash message. A session ID the client sent that
+// names no session is never adopted: the new session gets a fresh ID. If
+// the store failed to load the request's session, Start returns that
+// error rather than replace the cookie of a session that may well be live.
+func Start(ctx context.Context) (*Session, error) {
+	st := from(ctx)
+	if st == nil {
+		return nil, ErrNoMiddleware
+	}
+	if st.sess != nil {
+		return st.sess, nil
+	}
+	if st.loadErr != nil {
+		return nil, st.loadErr
+	}
+	s, err := st.cfg.Manager.CreateAnonymous(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.use(s)
+	st.setCookie(s)
+	return s, nil
+}
+
 // SetValue sets a value in the request's session; the middleware saves it
-// after the handler. It reports false if there is no session.
+// after the handler. It reports false if there is no session (Start one
+// first).
 func SetValue(ctx context.Context, name string, value []byte) bool {
 	st := from(ctx)
 	if st == nil || st.sess == nil {
@@ -176,38 +323,35 @@ func DeleteValue(ctx context.Context, name string) bool {
 	return true
 }
 
-// Login starts a new session for userID (revoking the request's previous
-// session, if any: a fresh ID on every login prevents session fixation)
-// and sets the cookie.
+// Login signs userID in: it starts a new session under a fresh ID, sets
+// the cookie, and revokes the request's previous session, whose ID is
+// unusable from then on (the session-fixation defence; see
+// Manager.Login). The values of a previous anonymous session (a cart),
+// unsaved changes included, carry over.
 func Login(ctx context.Context, userID, tenant string, auth map[string]string) (*Session, error) {
 	st := from(ctx)
 	if st == nil {
-		return nil, ErrInvalidConfig
+		return nil, ErrNoMiddleware
 	}
-	if st.sess != nil {
-		if _, err := st.cfg.Manager.Destroy(ctx, st.sess.ID); err != nil {
-			return nil, err
-		}
-		st.sess = nil
-	}
-	s, err := st.cfg.Manager.Create(ctx, userID, tenant, auth)
+	s, err := st.cfg.Manager.Login(ctx, st.sess, userID, tenant, auth)
 	if err != nil {
 		return nil, err
 	}
 	st.use(s)
-	st.setCookie(s.ID, false)
+	st.setCookie(s)
 	return s, nil
 }
 
 // RotateID gives the request's session a new ID (on privilege change) and
-// sets the new cookie. Unsaved changes are saved first.
+// sets the new cookie; the old ID is unusable from then on. Unsaved
+// changes are saved first.
 func RotateID(ctx context.Context) error {
 	st := from(ctx)
 	if st == nil || st.sess == nil {
 		return ErrNotFound
 	}
 	if st.dirty() {
-		if err := st.cfg.Manager.Save(ctx, st.sess); err != nil {
+		if err := st.save(ctx); err != nil {
 			return err
 		}
 	}
@@ -215,7 +359,22 @@ func RotateID(ctx context.Context) error {
 		return err
 	}
 	st.use(st.sess)
-	st.setCookie(st.sess.ID, false)
+	st.setCookie(st.sess)
+	return nil
+}
+
+// RememberMe sets whether the request's session is remembered across
+// browser restarts (a persistent cookie with Max-Age, and the Manager's
+// RememberIdleTimeout), and sets the cookie accordingly. The middleware
+// saves the change after the handler.
+func RememberMe(ctx context.Context, remember bool) error {
+	st := from(ctx)
+	if st == nil || st.sess == nil {
+		return ErrNotFound
+	}
+	st.sess.Remember = remember
+	st.changed = true
+	st.setCookie(st.sess)
 	return nil
 }
 
@@ -223,7 +382,7 @@ func RotateID(ctx context.Context) error {
 func Logout(ctx context.Context) error {
 	st := from(ctx)
 	if st == nil {
-		return ErrInvalidConfig
+		return ErrNoMiddleware
 	}
 	if st.sess != nil {
 		if _, err := st.cfg.Manager.Destroy(ctx, st.sess.ID); err != nil {
@@ -231,6 +390,6 @@ func Logout(ctx context.Context) error {
 		}
 	}
 	st.use(nil)
-	st.setCookie("", true)
+	st.setCookie(nil)
 	return nil
 }

@@ -1,5 +1,48 @@
 // Package session keeps server-side web sessions in a store.Backend.
 //
+// # Getting a Backend
+//
+// A Manager runs on any store.Backend. In one process, wrap a tide engine
+// with package store/embedded:
+//
+//	e, err := engine.New(engine.Config{})
+//	b, err := embedded.New(embedded.Config{Engine: e})
+//	m, err := session.New(session.Config{Backend: b})
+//
+// Shared by several processes, use Redis or Valkey through the redisstore
+// module (github.com/tidekv/tide/usecases/redisstore):
+//
+//	b, err := redisstore.New(redisstore.Config{Client: rdb})
+//
+// and in both cases hand the Manager to NewMiddleware for net/http.
+//
+// # Anonymous and signed-in sessions
+//
+// A session belongs to a user (Create) or to nobody yet (CreateAnonymous:
+// a cart before login, a CSRF token, flash messages). Login turns the
+// visitor's session into a user's session under a new ID: the values of an
+// anonymous session carry over (the cart survives sign-in), the values of
+// another user's session do not, and the old ID is revoked, so an ID an
+// attacker planted in the victim's browser before login (session fixation)
+// is worthless after it. Values an anonymous visitor set carry over
+// unchecked: keep no authorization decision in them, and issue a new CSRF
+// token after login.
+//
+// # Values
+//
+// Values are bytes by name; the typed accessors (SetString/GetString,
+// SetInt/GetInt, SetBool/GetBool, SetTime/GetTime) encode them as text,
+// and report false for a missing or malformed value. Pop and PopString
+// read a value and delete it: a flash message shown once.
+//
+// # Remember me
+//
+// Record.Remember marks a session the user asked to keep ("remember me"):
+// its idle timeout is Config.RememberIdleTimeout instead of IdleTimeout,
+// and the middleware gives its cookie a Max-Age reaching its absolute
+// deadline, so that it survives a browser restart. Other sessions get a
+// browser-session cookie.
+//
 // # Contract
 //
 // A session ID is 256 bits from crypto/rand, encoded base64url (43
@@ -48,7 +91,9 @@
 //
 // Load, Save and the rest return the store's error; the middleware treats
 // a failed Load as "no session" (the request proceeds unauthenticated,
-// fail closed) and reports the error to HTTPConfig.OnError.
+// fail closed; or is refused with 503 under
+// HTTPConfig.RefuseOnLoadError) and reports the error through
+// HTTPConfig.Options.
 package session
 
 import (
@@ -60,8 +105,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/usecases/store"
@@ -88,11 +136,12 @@ type wireRecord struct {
 	LastActive time.Time   `json:"l"`
 	Deadline   time.Time   `json:"d"`
 	Values     [][2][]byte `json:"v,omitempty"`
+	Remember   bool        `json:"r,omitempty"`
 }
 
 // Marshal implements Codec.
 func (JSON) Marshal(r *Record) ([]byte, error) {
-	w := wireRecord{User: []byte(r.UserID), Tenant: []byte(r.Tenant), Created: r.Created, LastActive: r.LastActive, Deadline: r.Deadline}
+	w := wireRecord{User: []byte(r.UserID), Tenant: []byte(r.Tenant), Created: r.Created, LastActive: r.LastActive, Deadline: r.Deadline, Remember: r.Remember}
 	for _, k := range slices.Sorted(maps.Keys(r.Auth)) {
 		w.Auth = append(w.Auth, [2][]byte{[]byte(k), []byte(r.Auth[k])})
 	}
@@ -108,7 +157,7 @@ func (JSON) Unmarshal(data []byte, r *Record) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	*r = Record{UserID: string(w.User), Tenant: string(w.Tenant), Created: w.Created, LastActive: w.LastActive, Deadline: w.Deadline}
+	*r = Record{UserID: string(w.User), Tenant: string(w.Tenant), Created: w.Created, LastActive: w.LastActive, Deadline: w.Deadline, Remember: w.Remember}
 	if len(w.Auth) > 0 {
 		r.Auth = make(map[string]string, len(w.Auth))
 		for _, kv := range w.Auth {
@@ -126,6 +175,7 @@ func (JSON) Unmarshal(data []byte, r *Record) error {
 
 // Record is what the store holds for a session.
 type Record struct {
+	// UserID is the session's user; "" for an anonymous session.
 	UserID     string            `json:"u"`
 	Tenant     string            `json:"t,omitempty"`
 	Auth       map[string]string `json:"a,omitempty"` // authorization context (roles, scopes, MFA level)
@@ -133,6 +183,9 @@ type Record struct {
 	LastActive time.Time         `json:"l"`
 	Deadline   time.Time         `json:"d"` // absolute; never moves
 	Values     map[string][]byte `json:"v,omitempty"`
+	// Remember marks a "remember me" session: RememberIdleTimeout
+	// applies, and the middleware sets a persistent cookie.
+	Remember bool `json:"r,omitempty"`
 }
 
 // Backend is what a Manager needs of a store: the primitives.
@@ -150,6 +203,11 @@ type Config struct {
 	// its activity. 0 means 24 hours. It must be ≥ IdleTimeout and at most
 	// store.MaxTTL.
 	AbsoluteTimeout time.Duration
+	// RememberIdleTimeout is the idle timeout of sessions with
+	// Record.Remember set. 0 means AbsoluteTimeout (a remembered session
+	// lasts until its absolute deadline). It must lie between IdleTimeout
+	// and AbsoluteTimeout.
+	RememberIdleTimeout time.Duration
 	// TouchInterval is the least time between two activity refreshes of a
 	// session. 0 means IdleTimeout/10.
 	TouchInterval time.Duration
@@ -196,6 +254,87 @@ func (s *Session) Set(name string, value []byte) {
 // Delete removes the value under name. Call Save to persist.
 func (s *Session) Delete(name string) { delete(s.Values, name) }
 
+// Pop returns the value under name and deletes it: a flash message, shown
+// once. Call Save to persist (the middleware does). Two requests of one
+// session running at the same time may both see it.
+func (s *Session) Pop(name string) ([]byte, bool) {
+	v, ok := s.Values[name]
+	if ok {
+		delete(s.Values, name)
+	}
+	return v, ok
+}
+
+// PopString is Pop for a string value.
+func (s *Session) PopString(name string) (string, bool) {
+	v, ok := s.Pop(name)
+	return string(v), ok
+}
+
+// SetString stores a string under name.
+func (s *Session) SetString(name, value string) { s.Set(name, []byte(value)) }
+
+// GetString returns the string under name; false if there is none.
+func (s *Session) GetString(name string) (string, bool) {
+	v, ok := s.Values[name]
+	return string(v), ok
+}
+
+// SetInt stores an int under name, in decimal.
+func (s *Session) SetInt(name string, value int) {
+	s.Set(name, strconv.AppendInt(nil, int64(value), 10))
+}
+
+// GetInt returns the int under name; false if there is none or it is not
+// a decimal int.
+func (s *Session) GetInt(name string) (int, bool) {
+	v, ok := s.Values[name]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(v))
+	return n, err == nil
+}
+
+// SetBool stores a bool under name ("true" or "false").
+func (s *Session) SetBool(name string, value bool) { s.Set(name, strconv.AppendBool(nil, value)) }
+
+// GetBool returns the bool under name; false, false if there is none or it
+// is not a bool.
+func (s *Session) GetBool(name string) (value, ok bool) {
+	v, ok := s.Values[name]
+	if !ok {
+		return false, false
+	}
+	b, err := strconv.ParseBool(string(v))
+	return b, err == nil
+}
+
+// SetTime stores a time under name, as RFC 3339 with nanoseconds (the
+// monotonic reading and the location's name are dropped; the offset is
+// kept).
+func (s *Session) SetTime(name string, value time.Time) {
+	b, err := value.MarshalText()
+	if err != nil { // a year outside [0, 9999]: store it as invalid
+		b = nil
+	}
+	s.Set(name, b)
+}
+
+// GetTime returns the time under name; false if there is none or it is not
+// an RFC 3339 time.
+func (s *Session) GetTime(name string) (time.Time, bool) {
+	v, ok := s.Values[name]
+	if !ok {
+		return time.Time{}, false
+	}
+	var t time.Time
+	if err := t.UnmarshalText(v); err != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
 // Info describes one of a user's live sessions, without its secret ID.
 type Info struct {
 	// Handle identifies the session (its key's hash) for DestroyHandle.
@@ -207,12 +346,25 @@ type Info struct {
 }
 
 // Manager creates, loads, saves and revokes sessions. Create it with New;
-// its zero value is not usable. It is safe for concurrent use and keeps no
-// state of its own. Cost: Load is one Get (plus
-// one CAS when a touch is due); Save one CAS; Create and Destroy also
-// update the user's index (a Get and a CAS).
+// its zero value is not usable. It is safe for concurrent use; its only
+// state is its event counters (Events). Cost: Load is one Get (plus one
+// CAS when a touch is due); Save one CAS; Create and Destroy of a user's
+// session also update the user's index (a Get and a CAS).
 type Manager struct {
 	cfg Config
+	// Event counters, for Events.
+	created, revoked, rotated atomic.Uint64
+}
+
+// Events reports the Manager's cumulative event counts: "created"
+// (sessions started by Create, CreateAnonymous and Login), "revoked"
+// (sessions ended by Destroy, DestroyHandle, DestroyAll and Login) and
+// "rotated" (Rotate). It makes a Manager an EventSource for
+// contrib/prometheus and expvarstats.
+func (m *Manager) Events() iter.Seq2[string, uint64] {
+	return func(yield func(string, uint64) bool) {
+		_ = yield("created", m.created.Load()) && yield("revoked", m.revoked.Load()) && yield("rotated", m.rotated.Load())
+	}
 }
 
 // New returns a Manager for cfg, or an error wrapping ErrInvalidConfig.
@@ -234,6 +386,15 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.AbsoluteTimeout < cfg.IdleTimeout {
 		return nil, fmt.Errorf("%w: AbsoluteTimeout %v < IdleTimeout %v", ErrInvalidConfig, cfg.AbsoluteTimeout, cfg.IdleTimeout)
+	}
+	if cfg.RememberIdleTimeout < 0 {
+		return nil, fmt.Errorf("%w: RememberIdleTimeout must be ≥ 0", ErrInvalidConfig)
+	}
+	if cfg.RememberIdleTimeout == 0 {
+		cfg.RememberIdleTimeout = cfg.AbsoluteTimeout
+	}
+	if cfg.RememberIdleTimeout < cfg.IdleTimeout || cfg.RememberIdleTimeout > cfg.AbsoluteTimeout {
+		return nil, fmt.Errorf("%w: RememberIdleTimeout %v outside [IdleTimeout %v, AbsoluteTimeout %v]", ErrInvalidConfig, cfg.RememberIdleTimeout, cfg.IdleTimeout, cfg.AbsoluteTimeout)
 	}
 	if cfg.TouchInterval == 0 {
 		cfg.TouchInterval = cfg.IdleTimeout / 10
@@ -297,7 +458,11 @@ func validID(id string) bool {
 
 // ttl is the store TTL of a record at now: min(idle, until deadline).
 func (m *Manager) ttl(r *Record, now time.Time) time.Duration {
-	return min(m.cfg.IdleTimeout, r.Deadline.Sub(now))
+	idle := m.cfg.IdleTimeout
+	if r.Remember {
+		idle = m.cfg.RememberIdleTimeout
+	}
+	return min(idle, r.Deadline.Sub(now))
 }
 
 // Create starts a session for userID and returns it with a fresh ID.
@@ -314,6 +479,63 @@ func (m *Manager) Create(ctx context.Context, userID, tenant string, auth map[st
 	if err := m.insert(ctx, s, now); err != nil {
 		return nil, err
 	}
+	m.created.Add(1)
+	return s, nil
+}
+
+// CreateAnonymous starts a session without a user (a visitor's cart, a
+// CSRF token, flash messages) and returns it with a fresh ID. Login turns
+// it into a user's session. Anonymous sessions are in no user's index.
+func (m *Manager) CreateAnonymous(ctx context.Context) (*Session, error) {
+	now, err := m.cfg.Backend.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Record: Record{Created: now, LastActive: now, Deadline: now.Add(m.cfg.AbsoluteTimeout)}}
+	if err := m.insert(ctx, s, now); err != nil {
+		return nil, err
+	}
+	m.created.Add(1)
+	return s, nil
+}
+
+// Login starts a session for userID under a fresh ID and revokes prev (the
+// request's current session, or nil). If prev is anonymous, its values
+// and Remember flag carry over to the new session; a user's session
+// carries nothing over. Either way prev's ID is unusable once Login
+// returns: this is the defence against session fixation (an attacker who
+// planted an ID before login holds a revoked one). If prev cannot be
+// revoked, the new session is removed again and Login fails.
+func (m *Manager) Login(ctx context.Context, prev *Session, userID, tenant string, auth map[string]string) (*Session, error) {
+	if userID == "" {
+		return nil, ErrInvalidUser
+	}
+	now, err := m.cfg.Backend.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Record: Record{UserID: userID, Tenant: tenant, Auth: maps.Clone(auth),
+		Created: now, LastActive: now, Deadline: now.Add(m.cfg.AbsoluteTimeout)}, user: userID}
+	if prev != nil && prev.user == "" {
+		s.Remember = prev.Remember
+		for k, v := range prev.Values {
+			s.Set(k, v)
+		}
+	}
+	if err := m.insert(ctx, s, now); err != nil {
+		return nil, err
+	}
+	m.created.Add(1)
+	if prev == nil || !validID(prev.ID) {
+		return s, nil
+	}
+	if _, err := m.Destroy(ctx, prev.ID); err != nil {
+		// The old ID may still work: do not hand out a session beside it.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_, derr := m.Destroy(dctx, s.ID)
+		return nil, errors.Join(err, derr)
+	}
 	return s, nil
 }
 
@@ -329,6 +551,7 @@ func (m *Manager) insert(ctx context.Context, s *Session, now time.Time) error {
 	}
 	// Index first: a session missing from its user's index would escape
 	// DestroyAll; an index entry without a session is pruned later.
+	// Anonymous sessions have no index.
 	for {
 		id := newID()
 		h := handle(id)
@@ -516,6 +739,7 @@ func (m *Manager) Rotate(ctx context.Context, s *Session) error {
 	// An index entry left behind is pruned by List or at its deadline.
 	m.indexRemove(dctx, s.UserID, handle(old))
 	*s = *ns
+	m.rotated.Add(1)
 	return nil
 }
 
@@ -528,6 +752,9 @@ func (m *Manager) Destroy(ctx context.Context, id string) (bool, error) {
 	deleted, err := m.cfg.Backend.Delete(ctx, m.key(handle(id)))
 	if err != nil {
 		return false, err
+	}
+	if deleted {
+		m.revoked.Add(1)
 	}
 	if err := m.indexRemove(ctx, s.UserID, handle(id)); err != nil {
 		return deleted, err
@@ -559,6 +786,7 @@ func (m *Manager) DestroyHandle(ctx context.Context, userID, h string) (bool, er
 			return false, err
 		}
 		if deleted {
+			m.revoked.Add(1)
 			return true, m.indexRemove(ctx, userID, h)
 		}
 		// Touched or saved meanwhile: check again.
@@ -589,6 +817,7 @@ func (m *Manager) DestroyAll(ctx context.Context, userID string) (int, error) {
 			return len(gone), err
 		}
 		if d {
+			m.revoked.Add(1)
 			gone = append(gone, e.Handle)
 		}
 		// An entry without a record is either dead or a Create in flight

@@ -57,7 +57,11 @@ func TestMiddleware(t *testing.T) {
 		}
 	})
 	mux.HandleFunc("/logout", func(w http.ResponseWriter, r *http.Request) { session.Logout(r.Context()) })
-	h := session.Middleware(session.HTTPConfig{Manager: m}, mux)
+	mw, err := session.NewMiddleware(session.HTTPConfig{Manager: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(mux)
 
 	var cookie *http.Cookie
 	do := func(path string) *httptest.ResponseRecorder {

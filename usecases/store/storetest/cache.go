@@ -131,4 +131,5 @@ func RunCache(t *testing.T, newFixture NewFunc) {
 		}
 	})
 	runCacheInvalidation(t, newFixture)
+	runCacheRefresh(t, newFixture)
 }

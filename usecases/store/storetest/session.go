@@ -295,6 +295,7 @@ func RunSession(t *testing.T, newFixture NewFunc) {
 		t.Logf("%d of %d plain Saves landed; the rest reported ErrConflict", len(landed), n)
 	})
 	runSessionRevocation(t, newFixture)
+	runSessionAnonymous(t, newFixture)
 }
 
 // flipFirst returns id with its first character changed: a well-formed ID

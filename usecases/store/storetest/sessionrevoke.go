@@ -132,7 +132,11 @@ func runSessionRevocation(t *testing.T, newFixture NewFunc) {
 		m := newManager(t, f.Backend, f)
 		s := mustCreate(t, m, "dave")
 		mw := func(h http.HandlerFunc) http.Handler {
-			return session.Middleware(session.HTTPConfig{Manager: m, Insecure: true}, h)
+			mw, err := session.NewMiddleware(session.HTTPConfig{Manager: m, Insecure: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return mw(h)
 		}
 		srv, served := disconnectServer(t, mw(func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
