@@ -809,15 +809,15 @@ const (
 // Redis's EXPIRE does; the removal's cause is Deleted). A ttl that
 // overflows the clock is ErrInvalidTTL.
 func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bool, error) {
-	now := e.now()
-	if ttl > 0 && now > math.MaxInt64-int64(ttl) {
-		return false, fmt.Errorf("%w: %v overflows the clock", ErrInvalidTTL, ttl)
-	}
-	d := now + int64(ttl)
-	if ttl <= 0 {
-		d = now
-	}
-	return e.expireAt(key, d, cond, now)
+	return e.expireAt(key, cond, func(now int64) (int64, error) {
+		if ttl <= 0 {
+			return now, nil
+		}
+		if now > math.MaxInt64-int64(ttl) {
+			return 0, fmt.Errorf("%w: %v overflows the clock", ErrInvalidTTL, ttl)
+		}
+		return now + int64(ttl), nil
+	})
 }
 
 // ExpireAt is Expire with an absolute deadline on the engine's clock.
@@ -829,10 +829,13 @@ func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) 
 	if !deadline.Before(time.Unix(0, math.MinInt64)) {
 		d = deadline.UnixNano()
 	}
-	return e.expireAt(key, d, cond, e.now())
+	return e.expireAt(key, cond, func(int64) (int64, error) { return d, nil })
 }
 
-func (e *Engine) expireAt(key string, d int64, cond ExpireCondition, now int64) (bool, error) {
+// expireAt sets key's deadline to deadlineAt(now) if cond holds. now is
+// read under the shard lock, so that the key's liveness and its new
+// deadline are decided at one instant.
+func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now int64) (int64, error)) (bool, error) {
 	if cond > ExpireLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
 	}
@@ -846,6 +849,12 @@ func (e *Engine) expireAt(key string, d int64, cond ExpireCondition, now int64) 
 	var ev []Removal
 	evp := e.events(&ev)
 	s.mu.Lock()
+	now := e.now()
+	d, err := deadlineAt(now)
+	if err != nil {
+		s.mu.Unlock()
+		return false, err
+	}
 	done := false
 	if slot, ok := s.lookupLocked(key, h, now, evp); ok {
 		en := s.at(slot)
@@ -970,15 +979,16 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	if len(key) > e.maxKey {
 		return Item{}, false, nil
 	}
-	now := e.now()
-	d, err := deadlineAfter(now, ttl)
-	if err != nil {
-		return Item{}, false, err
-	}
 	s, h := e.shardFor(key)
 	var ev []Removal
 	evp := e.events(&ev)
 	s.mu.Lock()
+	now := e.now()
+	d, err := deadlineAfter(now, ttl)
+	if err != nil {
+		s.mu.Unlock()
+		return Item{}, false, err
+	}
 	slot, ok := s.lookupLocked(key, h, now, evp)
 	var it Item
 	if ok {
@@ -1142,11 +1152,11 @@ func (e *Engine) Len() int {
 // Stats returns a snapshot of the engine's counters. It costs O(shards +
 // due entries).
 func (e *Engine) Stats() Stats {
-	now := e.now()
 	st := Stats{Shards: len(e.shards), ListenerPanics: e.listenerPanics.Load()}
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.mu.RLock()
+		now := e.now()
 		st.Writes += s.writes
 		st.Expired += s.expired
 		st.Evicted += s.evicted
