@@ -241,6 +241,7 @@ func New(cfg Config) (*Engine, error) {
 		if cfg.Policy.New != nil {
 			s.pol = cfg.Policy.New(s.maxBytes)
 			s.volatile = cfg.Policy.Volatile
+			s.deadlines, _ = s.pol.(evict.DeadlineSetter)
 		}
 		parts[i] = reclaimer{e, s}
 	}

@@ -275,3 +275,43 @@ func ExampleConfig_eviction() {
 	e.Set("k4", make([]byte, 10)) // needs room: evicts k2 (its TTL had not run out)
 	// Output: k2 evicted
 }
+
+// TestDeadlinePolicySeesTTLChanges guards the promise that a policy ordering
+// by deadline (volatile-ttl) evicts by each key's current deadline: a change
+// of only the TTL (Expire, ExpireAt, GetAndExpire) must reach it. Key a
+// moves from +1h to +10h, past b (+2h); the next write that needs room must
+// evict b, not a.
+func TestDeadlinePolicySeesTTLChanges(t *testing.T) {
+	moves := []struct {
+		name string
+		move func(e *Engine) error
+	}{
+		{"Expire", func(e *Engine) error { _, err := e.Expire("a", 10*time.Hour, ExpireAlways); return err }},
+		{"ExpireGT", func(e *Engine) error { _, err := e.Expire("a", 10*time.Hour, ExpireGT); return err }},
+		{"ExpireAt", func(e *Engine) error { _, err := e.ExpireAt("a", t0.Add(10*time.Hour), ExpireAlways); return err }},
+		{"GetAndExpire", func(e *Engine) error { _, _, err := e.GetAndExpire("a", 10*time.Hour); return err }},
+	}
+	for _, tc := range moves {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newTest(t, Config{Shards: 1, MaxBytes: 2 * (1 + 1 + EntryOverhead), Policy: evict.VolatileTTL})
+			if _, err := e.SetTTL("a", []byte("1"), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.SetTTL("b", []byte("2"), 2*time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.move(e); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.SetTTL("c", []byte("3"), 3*time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			_, aok := e.Get("a")
+			_, bok := e.Get("b")
+			if !aok || bok {
+				t.Fatalf("after moving a to +10h, writing c evicted a=%v b=%v; want b (nearest deadline, +2h) evicted", !aok, !bok)
+			}
+			mustCheck(t, e)
+		})
+	}
+}

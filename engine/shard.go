@@ -131,8 +131,11 @@ type shard struct {
 	version  uint64
 	idx      *expiry.Index
 	pol      evict.Policy
-	volatile bool
-	closed   bool
+	// deadlines is pol as an evict.DeadlineSetter, or nil if pol does not
+	// order by deadline.
+	deadlines evict.DeadlineSetter
+	volatile  bool
+	closed    bool
 
 	writes, expired, evicted, deleted, replaced uint64
 
@@ -266,7 +269,10 @@ func (s *shard) syncPolicyLocked(en entry, hash uint64, oldSize int64, written b
 	}
 }
 
-// setDeadlineLocked sets the entry at slot to expire at d (0 = never).
+// setDeadlineLocked sets the entry at slot to expire at d (0 = never). A
+// policy that orders by deadline (evict.DeadlineSetter) is told at once if
+// it tracks the entry, so every caller (TTL-only changes included) keeps it
+// current; a change of trackability is the caller's syncPolicyLocked.
 //
 // The expiry index is updated lazily. Its invariant is: every live entry
 // with a deadline has an index item (x, slot) with x ≤ its deadline. So a
@@ -288,6 +294,9 @@ func (s *shard) setDeadlineLocked(en entry, d int64) {
 		s.ttlLive--
 	}
 	en.setDeadlineField(d)
+	if s.deadlines != nil && en.flags()&flagTracked != 0 {
+		s.deadlines.SetDeadline(evict.Handle(en.slot), d)
+	}
 	if d != 0 && (old == 0 || d < old) {
 		s.idx.Add(expiry.Item{Deadline: d, Slot: en.slot})
 	}
