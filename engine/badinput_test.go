@@ -444,6 +444,8 @@ func TestBadConfig(t *testing.T) {
 		{"MaxKeySize", engine.Config{MaxKeySize: math.MaxInt}},
 		{"MaxBytes", engine.Config{MaxBytes: -1}},
 		{"MaxBytes", engine.Config{MaxBytes: math.MinInt64}},
+		{"MaxBytes", engine.Config{MaxBytes: 1}},                                   // room for no entry
+		{"MaxBytes", engine.Config{MaxBytes: engine.EntryOverhead - 1, Shards: 1}}, // room for no entry
 		{"ExpiryBudget", engine.Config{ExpiryBudget: expiryBudget(-1, 0, 0)}},
 		{"ExpiryBudget", engine.Config{ExpiryBudget: expiryBudget(0, -1, 0)}},
 		{"ExpiryBudget", engine.Config{ExpiryBudget: expiryBudget(0, 0, -time.Second)}},
@@ -464,10 +466,11 @@ func TestBadConfig(t *testing.T) {
 		{},
 		{Shards: 3}, // rounded up to 4
 		{Shards: 1 << 16},
-		{MaxBytes: 1, Shards: 1},          // every write is ErrTooLarge
-		{MaxBytes: 1},                     // default shards reduced to 1
-		{ExpiryInterval: -time.Hour},      // no background goroutine
-		{ExpiryInterval: time.Nanosecond}, // a very busy goroutine
+		{MaxBytes: engine.EntryOverhead, Shards: 1 << 16}, // one empty entry, many shards
+		{MaxBytes: 200, Shards: 256},                      // more shards than bytes: one cap still
+		{MaxBytes: engine.EntryOverhead},                  // default shards reduced to 1
+		{ExpiryInterval: -time.Hour},                      // no background goroutine
+		{ExpiryInterval: time.Nanosecond},                 // a very busy goroutine
 		{MaxKeySize: 1},
 		{Policy: evict.NoEviction, MaxBytes: 1 << 20},
 	}
@@ -483,10 +486,16 @@ func TestBadConfig(t *testing.T) {
 		e.Close()
 	}
 	// The degenerate ones behave as documented.
-	e, _ := engine.New(engine.Config{MaxBytes: 1, Shards: 1, ExpiryInterval: -1})
+	e, _ := engine.New(engine.Config{MaxBytes: engine.EntryOverhead, Shards: 1 << 16, ExpiryInterval: -1})
 	defer e.Close()
 	if _, err := e.Set("k", nil); !errors.Is(err, engine.ErrTooLarge) {
-		t.Errorf("Set under MaxBytes 1: %v, want ErrTooLarge", err)
+		t.Errorf("Set 1-byte key under MaxBytes EntryOverhead: %v, want ErrTooLarge", err)
+	}
+	if _, err := e.Set("", nil); err != nil {
+		t.Errorf("Set empty entry under MaxBytes EntryOverhead: %v", err)
+	}
+	if _, err := e.Set("", []byte("v")); !errors.Is(err, engine.ErrTooLarge) {
+		t.Errorf("Set 1-byte value under MaxBytes EntryOverhead: %v, want ErrTooLarge", err)
 	}
 	e2, _ := engine.New(engine.Config{MaxKeySize: 1, ExpiryInterval: -1})
 	defer e2.Close()

@@ -187,7 +187,9 @@ type Stats struct {
 // the clock only if the key has a TTL: O(1), no allocation with AppendGet.
 // A write takes the shard lock exclusively: O(1) plus O(log n) in the
 // expiry index when the key gets a TTL it did not have or an earlier one,
-// plus the eviction policy's cost when the shard is at its cap. Arena
+// plus the eviction policy's cost when the engine is at its cap (see
+// budget: MaxBytes is one engine-wide budget, a write makes room in its own
+// shard first and then in others, one lock at a time). Arena
 // rebuilds copy a shard's live bytes, amortized O(1) per written byte.
 //
 // Concurrency: every method is safe for concurrent use; operations on one
@@ -195,6 +197,7 @@ type Stats struct {
 // order. Close waits for the expiry goroutine.
 type Engine struct {
 	shards   []shard
+	b        *budget // Config.MaxBytes; nil = no cap
 	mask     uint64
 	clock    clock.Clock
 	mono     bool         // clock is known to be monotonic: no guard needed
@@ -231,15 +234,17 @@ func New(cfg Config) (*Engine, error) {
 		onRemove: cfg.OnRemove,
 		done:     make(chan struct{}),
 	}
+	if cfg.MaxBytes > 0 {
+		e.b = &budget{max: cfg.MaxBytes}
+	}
 	parts := make([]expiry.Reclaimer, n)
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.idx = expiry.NewIndex()
-		if cfg.MaxBytes > 0 {
-			s.maxBytes = cfg.MaxBytes / int64(n)
-		}
+		s.b = e.b
 		if cfg.Policy.New != nil {
-			s.pol = cfg.Policy.New(s.maxBytes)
+			// The policy's size hint is the shard's even share of the cap.
+			s.pol = cfg.Policy.New(cfg.MaxBytes / int64(n))
 			s.volatile = cfg.Policy.Volatile
 			s.deadlines, _ = s.pol.(evict.DeadlineSetter)
 		}
@@ -603,15 +608,39 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 	s, h := e.shardFor(key)
 	var ev []Removal
 	evp := e.events(&ev)
-	s.mu.Lock()
-	version, ok, err = s.setLocked(e, key, h, value, o, evp)
-	s.mu.Unlock()
+	var r room
+	err = e.withRoom(&r, evp, func() error {
+		s.mu.Lock()
+		version, ok, err = s.setLocked(e, key, h, value, o, &r, evp)
+		e.b.endRound(&r, err)
+		s.mu.Unlock()
+		return err
+	})
 	e.deliver(ev)
 	return version, ok, err
 }
 
+// withRoom runs a write (which takes and releases its own locks) until it
+// finishes without needing to visit other shards for room, visiting them
+// between rounds (see budget), and gives back the room it did not use.
+func (e *Engine) withRoom(r *room, ev *[]Removal, write func() error) error {
+	err := write()
+	for err == errVisit {
+		if !e.visit(r, ev) {
+			err = fmt.Errorf("%w: MaxBytes %d is full of entries that may not be evicted", ErrOutOfMemory, e.b.max)
+			break
+		}
+		err = write()
+	}
+	e.b.release(r)
+	if r.carried {
+		e.b.carriers.Add(-1)
+	}
+	return err
+}
+
 // setLocked is SetWith under the shard's exclusive lock.
-func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOptions, ev *[]Removal) (uint64, bool, error) {
+func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOptions, r *room, ev *[]Removal) (uint64, bool, error) {
 	if s.closed {
 		return 0, false, ErrClosed
 	}
@@ -634,32 +663,67 @@ func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOp
 		}
 		deadline = d
 	}
-	return s.writeLocked(key, h, slot, found, value, deadline, o.Pin, now, ev)
+	return s.writeLocked(key, h, slot, found, value, deadline, o.Pin, now, r, ev)
 }
 
 // writeLocked stores value under key (at slot if found) with the given
-// deadline, enforcing the memory cap first. On error nothing changed.
-func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, now int64, ev *[]Removal) (uint64, bool, error) {
+// deadline, first making r hold the bytes the write adds under the cap. On
+// error nothing changed (but room made may be held in r).
+func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, now int64, r *room, ev *[]Removal) (uint64, bool, error) {
 	newSize := int64(len(key)) + int64(len(value)) + EntryOverhead
-	if int64(len(key))+int64(len(value)) > maxArena/2 || (s.maxBytes > 0 && newSize > s.maxBytes) {
-		return 0, false, fmt.Errorf("%w: %d bytes, a shard holds at most %d", ErrTooLarge, newSize, min(s.maxBytes, maxArena/2))
+	if err := s.b.checkSize(len(key), len(value)); err != nil {
+		return 0, false, err
 	}
 	var oldSize int64
-	var excl [1]uint32
-	exclude := excl[:0]
 	if found {
 		oldSize = s.at(slot).size()
-		exclude = append(exclude, slot)
 	}
 	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(key)+len(value)) > maxArena {
 		// The shard's arena (offsets are 32-bit) is full of live data.
 		return 0, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
 	}
-	if err := s.makeRoomLocked(newSize-oldSize, now, exclude, ev); err != nil {
+	if grow := newSize - oldSize; s.b != nil && grow > 0 && !s.b.has(r, grow) {
+		var excl [1]uint32
+		exclude := excl[:0]
 		if found {
-			s.syncPolicyLocked(s.at(slot), h, oldSize, false)
+			exclude = append(exclude, slot)
 		}
-		return 0, false, err
+		if err := s.b.reserveLocked(r, grow, now, []roomPart{{s, exclude}}, ev); err != nil {
+			if found {
+				s.syncPolicyLocked(s.at(slot), h, oldSize, false)
+			}
+			return 0, false, err
+		}
+	}
+	v := s.applyWriteLocked(key, h, slot, found, value, deadline, pin, ev)
+	if s.b != nil {
+		r.held -= newSize - oldSize
+	}
+	return v, true, nil
+}
+
+// checkSize returns ErrTooLarge for an entry that can never be stored: key
+// + value over MaxEntrySize, or with EntryOverhead over the cap. b may be
+// nil (no cap).
+func (b *budget) checkSize(klen, vlen int) error {
+	kv := int64(klen) + int64(vlen)
+	if kv > MaxEntrySize {
+		return fmt.Errorf("%w: key + value = %d bytes, MaxEntrySize is %d", ErrTooLarge, kv, MaxEntrySize)
+	}
+	if b != nil && kv+EntryOverhead > b.max {
+		return fmt.Errorf("%w: key + value + EntryOverhead = %d bytes, MaxBytes is %d", ErrTooLarge, kv+EntryOverhead, b.max)
+	}
+	return nil
+}
+
+// applyWriteLocked stores value under key (at slot if found) with the
+// given deadline, and returns the new version. The caller has checked the
+// size and holds the room (see budget): the resident bytes grow by the
+// entry's change in size.
+func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, ev *[]Removal) uint64 {
+	var oldSize int64
+	if found {
+		oldSize = s.at(slot).size()
 	}
 	s.version++
 	s.writes++
@@ -692,9 +756,9 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 			en.setFlags(en.flags() | flagPinned)
 		}
 		s.setDeadlineLocked(en, deadline)
-		s.bytes += en.size() - oldSize
+		s.addBytesLocked(en.size() - oldSize)
 		s.syncPolicyLocked(en, h, oldSize, true)
-		return en.version(), true, nil
+		return en.version()
 	}
 	off := s.allocLocked(hdrSize + len(key) + len(value))
 	slot = s.newSlotLocked()
@@ -714,9 +778,9 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 	s.setDeadlineLocked(en, deadline)
 	s.tab.Insert(table.Tag(h), slot)
 	s.live++
-	s.bytes += en.size()
+	s.addBytesLocked(en.size())
 	s.syncPolicyLocked(en, h, 0, true)
-	return en.version(), true, nil
+	return en.version()
 }
 
 // CompareAndSwap stores value under key if the key's current version is old,
@@ -1055,14 +1119,20 @@ func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error)
 	s, h := e.shardFor(key)
 	var ev []Removal
 	evp := e.events(&ev)
-	s.mu.Lock()
-	n, err := s.incrLocked(e, key, h, delta, o, evp)
-	s.mu.Unlock()
+	var n int64
+	var r room
+	err := e.withRoom(&r, evp, func() (err error) {
+		s.mu.Lock()
+		n, err = s.incrLocked(e, key, h, delta, o, &r, evp)
+		e.b.endRound(&r, err)
+		s.mu.Unlock()
+		return err
+	})
 	e.deliver(ev)
 	return n, err
 }
 
-func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrOptions, ev *[]Removal) (int64, error) {
+func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrOptions, r *room, ev *[]Removal) (int64, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
@@ -1090,7 +1160,7 @@ func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrO
 	}
 	n += delta
 	var buf [20]byte
-	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin && !found, now, ev); err != nil {
+	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin && !found, now, r, ev); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -1166,11 +1236,15 @@ func (e *Engine) Stats() Stats {
 		st.Entries += s.live
 		st.Due += s.dueLocked(now)
 		st.Bytes += s.bytes
-		st.MaxBytes += s.maxBytes
 		st.ArenaBytes += int64(cap(s.arena))
 		s.mu.RUnlock()
 		st.Hits += s.hits.Load()
 		st.Misses += s.misses.Load()
+	}
+	if e.b != nil && !e.closed.Load() {
+		// One reading of the budget: never over the cap, even while
+		// writes run (a sum over shards read one at a time could be).
+		st.Bytes, st.MaxBytes = e.b.resident.Load(), e.b.max
 	}
 	return st
 }

@@ -315,3 +315,49 @@ func TestDeadlinePolicySeesTTLChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitCountsItsOwnFrees guards the promise that a commit accounts for
+// its net change: with the cap exactly full, a commit whose deletes and
+// shrinks free as much as its writes need fits without evicting anything
+// (noeviction must not refuse it; an evicting policy must not evict an
+// unrelated key).
+func TestCommitCountsItsOwnFrees(t *testing.T) {
+	v := func(n int) []byte { return make([]byte, n) }
+	shapes := []struct {
+		name string
+		ops  []Op
+		gone []string // keys the commit deletes
+	}{
+		{"rename k1 to k3", []Op{{Key: "k1", Delete: true}, {Key: "k3", Value: v(10)}}, []string{"k1"}},
+		{"write k3 before deleting k1", []Op{{Key: "k3", Value: v(10)}, {Key: "k1", Delete: true}}, []string{"k1"}},
+		{"grow k2 before shrinking k1", []Op{{Key: "k2", Value: v(15)}, {Key: "k1", Value: v(5)}}, nil},
+	}
+	for _, pol := range []evict.Spec{evict.NoEviction, evict.AllKeysLRU} {
+		for _, tc := range shapes {
+			t.Run(pol.Name+"/"+tc.name, func(t *testing.T) {
+				// Room for exactly two entries of key 2 bytes + value 10.
+				e, _ := newTest(t, Config{Shards: 1, MaxBytes: 2 * (2 + 10 + EntryOverhead), Policy: pol})
+				for _, k := range []string{"k1", "k2"} {
+					if _, err := e.Set(k, v(10)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, ok, err := e.Commit(nil, tc.ops); err != nil || !ok {
+					t.Fatalf("Commit = %v, %v; want committed (it frees what it needs)", ok, err)
+				}
+				if _, ok := e.Get("k2"); !ok {
+					t.Fatal("k2 was evicted")
+				}
+				if st := e.Stats(); st.Evicted != 0 || st.Bytes > st.MaxBytes {
+					t.Fatalf("Evicted = %d, Bytes = %d of %d; want nothing evicted, cap held", st.Evicted, st.Bytes, st.MaxBytes)
+				}
+				for _, k := range tc.gone {
+					if _, ok := e.Get(k); ok {
+						t.Fatalf("%s survived its delete", k)
+					}
+				}
+				mustCheck(t, e)
+			})
+		}
+	}
+}
