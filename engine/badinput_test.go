@@ -124,7 +124,7 @@ func badCases() []badCase {
 			badCase{name: "Set " + k.name, run: func(e *engine.Engine) (error, string) { return wr(e.Set(key, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0"},
 			badCase{name: "SetTTL " + k.name, run: func(e *engine.Engine) (error, string) { return wr(e.SetTTL(key, []byte("v"), time.Second)) }, want: engine.ErrKeyTooLarge, result: "v=0"},
 			badCase{name: "SetWith IfAbsent " + k.name, run: func(e *engine.Engine) (error, string) {
-				return wr3(e.SetWith(key, nil, engine.SetOptions{Only: engine.IfAbsent}))
+				return wr3(e.SetWith(key, nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL}))
 			}, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "CompareAndSwap " + k.name, run: func(e *engine.Engine) (error, string) { return wr3(e.CompareAndSwap(key, 1, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "Incr " + k.name, run: func(e *engine.Engine) (error, string) { return ir(e.Incr(key)) }, want: engine.ErrKeyTooLarge, result: "n=0"},
@@ -132,7 +132,7 @@ func badCases() []badCase {
 				return ir(e.IncrWith(key, 5, engine.IncrOptions{TTL: time.Second, Pin: true}))
 			}, want: engine.ErrKeyTooLarge, result: "n=0"},
 			badCase{name: "Commit op " + k.name, run: func(e *engine.Engine) (error, string) {
-				_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("changed")}, {Key: key, Value: []byte("v")}})
+				_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("changed"), TTL: engine.NoTTL}, {Key: key, Value: []byte("v"), TTL: engine.NoTTL}})
 				return err, fmt.Sprintf("ok=%v", ok)
 			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
 			badCase{name: "Commit precondition " + k.name, run: func(e *engine.Engine) (error, string) {
@@ -173,19 +173,20 @@ func badCases() []badCase {
 			return wr3(e.CompareAndSwap("plain", it.Version, tooBig))
 		}, want: engine.ErrTooLarge, result: "v=0 ok=false"},
 		badCase{name: "Commit value > cap", run: func(e *engine.Engine) (error, string) {
-			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Delete: true}, {Key: "new", Value: tooBig}})
+			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Delete: true}, {Key: "new", Value: tooBig, TTL: engine.NoTTL}})
 			return err, fmt.Sprintf("ok=%v", ok)
 		}, want: engine.ErrTooLarge, result: "ok=false"},
 		badCase{name: "IfAbsent nil value on existing key", run: func(e *engine.Engine) (error, string) {
-			return wr3(e.SetWith("plain", nil, engine.SetOptions{Only: engine.IfAbsent}))
+			return wr3(e.SetWith("plain", nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL}))
 		}, result: "v=0 ok=false"},
 	)
 
-	// TTLs: zero, negative, minimal and overflowing durations.
+	// TTLs: zero (a computed TTL that rounded down is never "forever"),
+	// negative other than NoTTL, minimal and overflowing durations.
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"0", 0}, {"-1ns", -1}, {"-1h", -time.Hour}, {"MinInt64", minDur}} {
+	}{{"0", 0}, {"-2ns", -2}, {"-1h", -time.Hour}, {"MinInt64", minDur}} {
 		ttl := d.d
 		add(
 			badCase{name: "SetTTL ttl " + d.name, run: func(e *engine.Engine) (error, string) { return wr(e.SetTTL("ttl", []byte("new"), ttl)) }, want: engine.ErrInvalidTTL, result: "v=0"},
@@ -194,7 +195,7 @@ func badCases() []badCase {
 				return err, fmt.Sprintf("%d %v", it.Version, ok)
 			}, want: engine.ErrInvalidTTL, result: "0 false"},
 		)
-		if ttl < 0 {
+		{
 			add(
 				badCase{name: "SetWith ttl " + d.name, run: func(e *engine.Engine) (error, string) {
 					return wr3(e.SetWith("plain", []byte("new"), engine.SetOptions{TTL: ttl}))
@@ -262,12 +263,14 @@ func badCases() []badCase {
 			return err, fmt.Sprintf("ok=%v found=%v", ok, found)
 		}, result: "ok=true found=false", changes: "plain"})
 	}
-	for _, d := range []time.Duration{0, -1, minDur} {
-		add(badCase{name: fmt.Sprintf("Expire ttl %v deletes", d), run: func(e *engine.Engine) (error, string) {
+	// Expire takes a duration: ≤ 0 (NoTTL included) is refused and the
+	// key left as it was; a due deadline is ExpireAt's to say.
+	for _, d := range []time.Duration{0, engine.NoTTL, minDur} {
+		add(badCase{name: fmt.Sprintf("Expire ttl %v refused", d), run: func(e *engine.Engine) (error, string) {
 			ok, err := e.Expire("plain", d, engine.ExpireAlways)
 			_, found := e.Get("plain")
 			return err, fmt.Sprintf("ok=%v found=%v", ok, found)
-		}, result: "ok=true found=false", changes: "plain"})
+		}, want: engine.ErrInvalidTTL, result: "ok=false found=true"})
 	}
 
 	// Contradictory options.
@@ -275,14 +278,17 @@ func badCases() []badCase {
 		badCase{name: "SetWith TTL+KeepTTL", run: func(e *engine.Engine) (error, string) {
 			return wr3(e.SetWith("ttl", []byte("x"), engine.SetOptions{TTL: time.Second, KeepTTL: true}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
+		badCase{name: "SetWith NoTTL+KeepTTL", run: func(e *engine.Engine) (error, string) {
+			return wr3(e.SetWith("ttl", []byte("x"), engine.SetOptions{TTL: engine.NoTTL, KeepTTL: true}))
+		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "SetWith Only=3", run: func(e *engine.Engine) (error, string) {
-			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 3}))
+			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 3, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "SetWith Only=255", run: func(e *engine.Engine) (error, string) {
-			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 255}))
+			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 255, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "SetWith IfAbsent+IfVersion", run: func(e *engine.Engine) (error, string) {
-			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: engine.IfAbsent, IfVersion: 1}))
+			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: engine.IfAbsent, IfVersion: 1, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "Expire condition 5", run: func(e *engine.Engine) (error, string) { return br(e.Expire("ttl", time.Second, 5)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
 		badCase{name: "Expire condition 255 ttl 0", run: func(e *engine.Engine) (error, string) { return br(e.Expire("plain", 0, 255)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
@@ -292,7 +298,7 @@ func badCases() []badCase {
 			return err, fmt.Sprintf("ok=%v", ok)
 		}, want: engine.ErrInvalidOptions, result: "ok=false"},
 		badCase{name: "Commit duplicate key", run: func(e *engine.Engine) (error, string) {
-			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("1")}, {Key: "plain", Delete: true}})
+			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("1"), TTL: engine.NoTTL}, {Key: "plain", Delete: true}})
 			return err, fmt.Sprintf("ok=%v", ok)
 		}, want: engine.ErrInvalidOptions, result: "ok=false"},
 	)
@@ -338,21 +344,21 @@ func badCases() []badCase {
 			badCase{name: "CompareAndSwap version " + v.name, run: func(e *engine.Engine) (error, string) { return wr3(e.CompareAndSwap("plain", ver(e), []byte("x"))) }, result: "v=0 ok=false"},
 			badCase{name: "CompareAndDelete version " + v.name, run: func(e *engine.Engine) (error, string) { return nil, fmt.Sprint(e.CompareAndDelete("plain", ver(e))) }, result: "false"},
 			badCase{name: "Commit precondition version " + v.name, run: func(e *engine.Engine) (error, string) {
-				_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: ver(e)}}, []engine.Op{{Key: "plain", Delete: true}, {Key: "n", Value: []byte("0")}})
+				_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: ver(e)}}, []engine.Op{{Key: "plain", Delete: true}, {Key: "n", Value: []byte("0"), TTL: engine.NoTTL}})
 				return err, fmt.Sprintf("ok=%v", ok)
 			}, result: "ok=false"},
 		)
 		if v.name != "zero" {
 			add(
 				badCase{name: "SetWith IfVersion " + v.name, run: func(e *engine.Engine) (error, string) {
-					return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{IfVersion: ver(e)}))
+					return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{IfVersion: ver(e), TTL: engine.NoTTL}))
 				}, result: "v=0 ok=false"},
 				badCase{name: "CompareAndSwap missing key version " + v.name, run: func(e *engine.Engine) (error, string) { return wr3(e.CompareAndSwap("missing", ver(e), []byte("x"))) }, result: "v=0 ok=false"},
 			)
 		}
 	}
 	add(badCase{name: "Commit precondition absent on existing key", run: func(e *engine.Engine) (error, string) {
-		_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: 0}}, []engine.Op{{Key: "plain", Value: []byte("x")}})
+		_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: 0}}, []engine.Op{{Key: "plain", Value: []byte("x"), TTL: engine.NoTTL}})
 		return err, fmt.Sprintf("ok=%v", ok)
 	}, result: "ok=false"})
 	add(badCase{name: "CompareAndSwap stale version after overwrite", run: func(e *engine.Engine) (error, string) {
@@ -376,7 +382,7 @@ func badCases() []badCase {
 			return br(ok, err)
 		}, result: "ok=false"},
 		badCase{name: "SetWith IfPresent missing", run: func(e *engine.Engine) (error, string) {
-			return wr3(e.SetWith("missing", []byte("x"), engine.SetOptions{Only: engine.IfPresent}))
+			return wr3(e.SetWith("missing", []byte("x"), engine.SetOptions{Only: engine.IfPresent, TTL: engine.NoTTL}))
 		}, result: "v=0 ok=false"},
 	)
 	return cs
@@ -584,10 +590,10 @@ func TestCommitOOMEvictsNothing(t *testing.T) {
 		if _, err := e.Set(a[0], make([]byte, 150)); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := e.SetWith(b[0], make([]byte, 150), engine.SetOptions{Pin: true}); err != nil {
+		if _, _, err := e.SetWith(b[0], make([]byte, 150), engine.SetOptions{Pin: true, TTL: engine.NoTTL}); err != nil {
 			t.Fatal(err)
 		}
-		_, ok, err := e.Commit(nil, []engine.Op{{Key: a[1], Value: make([]byte, 150)}, {Key: b[1], Value: make([]byte, 150)}})
+		_, ok, err := e.Commit(nil, []engine.Op{{Key: a[1], Value: make([]byte, 150), TTL: engine.NoTTL}, {Key: b[1], Value: make([]byte, 150), TTL: engine.NoTTL}})
 		if ok || !errors.Is(err, engine.ErrOutOfMemory) {
 			t.Fatalf("Commit = %v %v, want ErrOutOfMemory", ok, err)
 		}

@@ -70,7 +70,7 @@ func TestEveryOpReadsClockUnderShardLock(t *testing.T) {
 			return err
 		}},
 		{"Commit", func(e *Engine) error {
-			_, _, err := e.Commit([]Precondition{{Key: "k", Version: 1}}, []Op{{Key: "k", Value: []byte("2")}})
+			_, _, err := e.Commit([]Precondition{{Key: "k", Version: 1}}, []Op{{Key: "k", Value: []byte("2"), TTL: NoTTL}})
 			return err
 		}},
 		{"Items", func(e *Engine) error {

@@ -21,6 +21,25 @@
 // counters keep it; SetOptions.TTLOnCreate and IncrOptions.TTL set it only
 // when the write creates the key.
 //
+// # TTL arguments
+//
+// A key that never expires is something a caller says on purpose, with
+// NoTTL; a TTL of 0 (say, one computed from a deadline that has just
+// passed, or rounded down) is an error, never "forever". One rule for
+// every duration the engine takes:
+//
+//	argument                          > 0            NoTTL            0 or other < 0
+//	SetOptions.TTL, Op.TTL            expire after   no TTL           ErrInvalidTTL
+//	  ... with KeepTTL (no TTLOnCreate) ErrInvalidOptions (leave TTL 0: the key keeps its TTL)
+//	  ... with TTLOnCreate            on create      none on create   ErrInvalidTTL
+//	IncrOptions.TTL (on create)       expire after   no TTL           ErrInvalidTTL
+//	SetTTL, Expire, GetAndExpire      expire after   ErrInvalidTTL    ErrInvalidTTL
+//
+// Set, Incr, IncrBy, Decr and DecrBy take no TTL (Set clears it, counters
+// keep it); Persist removes one; ExpireAt takes an absolute deadline (one
+// already due deletes the key); a TTL that overflows the clock is
+// ErrInvalidTTL. Op.TTL is ignored for a Delete.
+//
 // # Expiry and eviction
 //
 // A due entry is never returned. Any access to a due entry removes it (lazy
@@ -96,7 +115,9 @@ type Removal struct {
 	Cause   Cause
 }
 
-// NoTTL is the TTL reported for a key that has no expiry.
+// NoTTL says "no expiry": the TTL reported for a key without one, and the
+// TTL a write passes (SetOptions.TTL, IncrOptions.TTL, Op.TTL) to create or
+// leave a key without one. See "TTL arguments" in the package doc.
 const NoTTL time.Duration = -1
 
 // Item is a value with its metadata.
@@ -122,17 +143,21 @@ const (
 	IfPresent
 )
 
-// SetOptions modify a write. The zero value is a plain write: it creates or
-// overwrites the key and clears any TTL.
+// SetOptions modify a write. A write says what happens to the key's TTL:
+// TTL > 0 (expire TTL from now), TTL NoTTL (no expiry), or KeepTTL. The
+// zero value says none of these and is ErrInvalidTTL (see "TTL arguments"
+// in the package doc); Set is the plain write without TTL.
 type SetOptions struct {
-	// TTL, if positive, makes the key expire TTL from now. Negative is
-	// ErrInvalidTTL.
+	// TTL, if positive, makes the key expire TTL from now; NoTTL makes it
+	// never expire. 0 and other negatives are ErrInvalidTTL, unless
+	// KeepTTL is set without TTLOnCreate (then TTL must be 0).
 	TTL time.Duration
-	// KeepTTL keeps an existing key's deadline (Redis KEEPTTL). It cannot
-	// be combined with TTL unless TTLOnCreate is set.
+	// KeepTTL keeps an existing key's deadline (Redis KEEPTTL); a key it
+	// creates has none. It cannot be combined with a TTL unless
+	// TTLOnCreate is set.
 	KeepTTL bool
-	// TTLOnCreate applies TTL only if this write creates the key; an
-	// existing key keeps its deadline (or lack of one).
+	// TTLOnCreate applies TTL (positive or NoTTL) only if this write
+	// creates the key; an existing key keeps its deadline (or lack of one).
 	TTLOnCreate bool
 	// Only restricts the write to an absent or present key.
 	Only Condition
@@ -144,11 +169,12 @@ type SetOptions struct {
 	Pin bool
 }
 
-// IncrOptions modify a counter operation.
+// IncrOptions modify a counter operation. The zero value is ErrInvalidTTL:
+// TTL must say what a created key gets.
 type IncrOptions struct {
-	// TTL, if positive, is set only when the increment creates the key
-	// (the fixed-window counter needs exactly this). An existing key keeps
-	// its deadline.
+	// TTL is the TTL of a key the increment creates (the fixed-window
+	// counter needs exactly this): positive, or NoTTL for none; 0 and other
+	// negatives are ErrInvalidTTL. An existing key keeps its deadline.
 	TTL time.Duration
 	// Pin exempts a key created by this increment from eviction (fencing
 	// counters need this).
@@ -548,6 +574,19 @@ func (s *shard) lookupLocked(key string, h uint64, now int64, ev *[]Removal) (ui
 	return slot, ok
 }
 
+// checkWriteTTL applies the rule of "TTL arguments" (package doc) to the
+// TTL of a write; keep reports a write that keeps the key's TTL (KeepTTL
+// without TTLOnCreate), whose TTL must be left 0.
+func checkWriteTTL(ttl time.Duration, keep bool) error {
+	switch {
+	case keep && ttl != 0:
+		return fmt.Errorf("%w: TTL %v with KeepTTL", ErrInvalidOptions, ttl)
+	case keep, ttl > 0, ttl == NoTTL:
+		return nil
+	}
+	return fmt.Errorf("%w: %v (want > 0, or NoTTL for no expiry)", ErrInvalidTTL, ttl)
+}
+
 // deadlineAfter returns now+ttl, or ErrInvalidTTL if ttl ≤ 0 or the sum
 // overflows.
 func deadlineAfter(now int64, ttl time.Duration) (int64, error) {
@@ -570,7 +609,7 @@ func (e *Engine) checkKey(key string) error {
 // Set stores value under key with no TTL (clearing any TTL the key had) and
 // returns the new version.
 func (e *Engine) Set(key string, value []byte) (version uint64, err error) {
-	version, _, err = e.SetWith(key, value, SetOptions{})
+	version, _, err = e.SetWith(key, value, SetOptions{TTL: NoTTL})
 	return version, err
 }
 
@@ -593,11 +632,8 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 	if err := e.checkKey(key); err != nil {
 		return 0, false, err
 	}
-	if o.TTL < 0 {
-		return 0, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, o.TTL)
-	}
-	if o.KeepTTL && o.TTL > 0 && !o.TTLOnCreate {
-		return 0, false, fmt.Errorf("%w: TTL with KeepTTL", ErrInvalidOptions)
+	if err := checkWriteTTL(o.TTL, o.KeepTTL && !o.TTLOnCreate); err != nil {
+		return 0, false, err
 	}
 	if o.Only > IfPresent || (o.IfVersion != 0 && o.Only == IfAbsent) {
 		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", ErrInvalidOptions, o.Only, o.IfVersion)
@@ -870,22 +906,24 @@ const (
 )
 
 // Expire sets key to expire ttl from now if cond holds, and reports whether
-// it did. A ttl ≤ 0 makes the deadline already due: the key is deleted (as
-// Redis's EXPIRE does; the removal's cause is Deleted). A ttl that
-// overflows the clock is ErrInvalidTTL.
+// it did. A ttl ≤ 0 (NoTTL included: Persist removes a TTL, Delete a key)
+// or one that overflows the clock is ErrInvalidTTL, and the key is left as
+// it was.
 func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bool, error) {
+	if cond > ExpireLT {
+		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
+	}
+	if ttl <= 0 {
+		return false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
+	}
 	return e.expireAt(key, cond, func(now int64) (int64, error) {
-		if ttl <= 0 {
-			return now, nil
-		}
-		if now > math.MaxInt64-int64(ttl) {
-			return 0, fmt.Errorf("%w: %v overflows the clock", ErrInvalidTTL, ttl)
-		}
-		return now + int64(ttl), nil
+		return deadlineAfter(now, ttl)
 	})
 }
 
-// ExpireAt is Expire with an absolute deadline on the engine's clock.
+// ExpireAt is Expire with an absolute deadline on the engine's clock. A
+// deadline already due deletes the key (as Redis's EXPIREAT does; the
+// removal's cause is Deleted).
 func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) (bool, error) {
 	if deadline.After(time.Unix(0, math.MaxInt64)) {
 		return false, fmt.Errorf("%w: deadline %v past the clock's range", ErrInvalidTTL, deadline)
@@ -1074,10 +1112,10 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 }
 
 // Incr adds 1 to the integer at key; see IncrBy.
-func (e *Engine) Incr(key string) (int64, error) { return e.IncrWith(key, 1, IncrOptions{}) }
+func (e *Engine) Incr(key string) (int64, error) { return e.IncrWith(key, 1, IncrOptions{TTL: NoTTL}) }
 
 // Decr subtracts 1 from the integer at key; see IncrBy.
-func (e *Engine) Decr(key string) (int64, error) { return e.IncrWith(key, -1, IncrOptions{}) }
+func (e *Engine) Decr(key string) (int64, error) { return e.IncrWith(key, -1, IncrOptions{TTL: NoTTL}) }
 
 // IncrBy adds delta to the integer at key and returns the result:
 //
@@ -1092,7 +1130,7 @@ func (e *Engine) Decr(key string) (int64, error) { return e.IncrWith(key, -1, In
 // A missing key counts as 0. The key's TTL is kept. On error the value is
 // unchanged.
 func (e *Engine) IncrBy(key string, delta int64) (int64, error) {
-	return e.IncrWith(key, delta, IncrOptions{})
+	return e.IncrWith(key, delta, IncrOptions{TTL: NoTTL})
 }
 
 // DecrBy subtracts delta from the integer at key; see IncrBy.
@@ -1100,7 +1138,7 @@ func (e *Engine) DecrBy(key string, delta int64) (int64, error) {
 	if delta == math.MinInt64 {
 		return 0, ErrOverflow
 	}
-	return e.IncrWith(key, -delta, IncrOptions{})
+	return e.IncrWith(key, -delta, IncrOptions{TTL: NoTTL})
 }
 
 // IncrWith is IncrBy with options that apply when the increment creates the
@@ -1110,8 +1148,8 @@ func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error)
 	if err := e.checkKey(key); err != nil {
 		return 0, err
 	}
-	if o.TTL < 0 {
-		return 0, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, o.TTL)
+	if err := checkWriteTTL(o.TTL, false); err != nil {
+		return 0, err
 	}
 	if e.closed.Load() {
 		return 0, ErrClosed

@@ -328,9 +328,9 @@ func TestCommitCountsItsOwnFrees(t *testing.T) {
 		ops  []Op
 		gone []string // keys the commit deletes
 	}{
-		{"rename k1 to k3", []Op{{Key: "k1", Delete: true}, {Key: "k3", Value: v(10)}}, []string{"k1"}},
-		{"write k3 before deleting k1", []Op{{Key: "k3", Value: v(10)}, {Key: "k1", Delete: true}}, []string{"k1"}},
-		{"grow k2 before shrinking k1", []Op{{Key: "k2", Value: v(15)}, {Key: "k1", Value: v(5)}}, nil},
+		{"rename k1 to k3", []Op{{Key: "k1", Delete: true}, {Key: "k3", Value: v(10), TTL: NoTTL}}, []string{"k1"}},
+		{"write k3 before deleting k1", []Op{{Key: "k3", Value: v(10), TTL: NoTTL}, {Key: "k1", Delete: true}}, []string{"k1"}},
+		{"grow k2 before shrinking k1", []Op{{Key: "k2", Value: v(15), TTL: NoTTL}, {Key: "k1", Value: v(5), TTL: NoTTL}}, nil},
 	}
 	for _, pol := range []evict.Spec{evict.NoEviction, evict.AllKeysLRU} {
 		for _, tc := range shapes {

@@ -19,8 +19,11 @@ type Precondition struct {
 type Op struct {
 	Key    string
 	Value  []byte
-	Delete bool          // remove the key instead of writing Value
-	TTL    time.Duration // as SetOptions.TTL
+	Delete bool // remove the key instead of writing Value
+	// TTL is as SetOptions.TTL: positive, or NoTTL for no expiry; 0 and
+	// other negatives are ErrInvalidTTL unless KeepTTL is set (then it
+	// must be 0). Ignored for a Delete.
+	TTL time.Duration
 	// KeepTTL keeps an existing key's deadline, as SetOptions.KeepTTL.
 	KeepTTL bool
 	Pin     bool
@@ -55,11 +58,10 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 		if err := e.checkKey(op.Key); err != nil {
 			return nil, false, err
 		}
-		if op.TTL < 0 {
-			return nil, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, op.TTL)
-		}
-		if op.TTL > 0 && op.KeepTTL {
-			return nil, false, fmt.Errorf("%w: TTL with KeepTTL", ErrInvalidOptions)
+		if !op.Delete {
+			if err := checkWriteTTL(op.TTL, op.KeepTTL); err != nil {
+				return nil, false, err
+			}
 		}
 		if _, dup := seen[op.Key]; dup {
 			return nil, false, fmt.Errorf("%w: key %q written twice", ErrInvalidOptions, op.Key)
