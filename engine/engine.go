@@ -28,12 +28,12 @@
 // passed, or rounded down) is an error, never "forever". One rule for
 // every duration the engine takes:
 //
-//	argument                          > 0            NoTTL            0 or other < 0
-//	SetOptions.TTL, Op.TTL            expire after   no TTL           ErrInvalidTTL
-//	  ... with KeepTTL (no TTLOnCreate) ErrInvalidOptions (leave TTL 0: the key keeps its TTL)
-//	  ... with TTLOnCreate            on create      none on create   ErrInvalidTTL
-//	IncrOptions.TTL (on create)       expire after   no TTL           ErrInvalidTTL
-//	SetTTL, Expire, GetAndExpire      expire after   ErrInvalidTTL    ErrInvalidTTL
+//	TTL argument                    > 0              NoTTL              0                  other < 0
+//	SetOptions.TTL, Op.TTL          expire after     no TTL             ErrInvalidTTL      ErrInvalidTTL
+//	  with KeepTTL, no TTLOnCreate  ErrInvalidOptions ErrInvalidOptions keeps the TTL      ErrInvalidOptions
+//	  with TTLOnCreate              on create        none on create     ErrInvalidTTL      ErrInvalidTTL
+//	IncrOptions.TTL (on create)     expire after     no TTL             ErrInvalidTTL      ErrInvalidTTL
+//	SetTTL, Expire, GetAndExpire    expire after     ErrInvalidTTL      ErrInvalidTTL      ErrInvalidTTL
 //
 // Set, Incr, IncrBy, Decr and DecrBy take no TTL (Set clears it, counters
 // keep it); Persist removes one; ExpireAt takes an absolute deadline (one
