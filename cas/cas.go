@@ -29,7 +29,11 @@ type Options struct {
 	// ErrConflict.
 	Attempts int
 	// TTL, if positive, is the TTL of a key that Update creates, and, with
-	// ResetTTL, of a key it overwrites.
+	// ResetTTL, of a key it overwrites; engine.NoTTL means none. Left 0
+	// without ResetTTL (the zero Options), a created key has none. With
+	// ResetTTL it must be positive or engine.NoTTL: a computed TTL of 0 is
+	// engine.ErrInvalidTTL, never "forever". Other negatives are
+	// engine.ErrInvalidTTL.
 	TTL time.Duration
 	// ResetTTL makes Update set TTL on every write instead of keeping the
 	// key's remaining TTL.
@@ -64,6 +68,10 @@ type Result struct {
 // from fn, such as ErrAbort, stops Update without writing and is returned.
 // Engine errors (ErrTooLarge, ErrOutOfMemory, …) are returned as is.
 func Update(e *engine.Engine, key string, fn func(old []byte, exists bool) ([]byte, error), o Options) (Result, error) {
+	ttl := o.TTL
+	if ttl == 0 && !o.ResetTTL {
+		ttl = engine.NoTTL // the zero Options: create without TTL
+	}
 	for range o.attempts() {
 		it, exists := e.GetItem(key)
 		next, err := fn(it.Value, exists)
@@ -73,9 +81,9 @@ func Update(e *engine.Engine, key string, fn func(old []byte, exists bool) ([]by
 		var so engine.SetOptions
 		switch {
 		case !exists:
-			so = engine.SetOptions{Only: engine.IfAbsent, TTL: o.TTL}
+			so = engine.SetOptions{Only: engine.IfAbsent, TTL: ttl}
 		case o.ResetTTL:
-			so = engine.SetOptions{IfVersion: it.Version, TTL: o.TTL}
+			so = engine.SetOptions{IfVersion: it.Version, TTL: ttl}
 		default:
 			so = engine.SetOptions{IfVersion: it.Version, KeepTTL: true}
 		}
@@ -152,7 +160,7 @@ func (t *Txn) put(op engine.Op) {
 
 // Set buffers a write of value to key with no TTL. The value is copied.
 func (t *Txn) Set(key string, value []byte) {
-	t.put(engine.Op{Key: key, Value: append([]byte{}, value...)})
+	t.put(engine.Op{Key: key, Value: append([]byte{}, value...), TTL: engine.NoTTL})
 }
 
 // SetTTL buffers a write of value to key expiring ttl after the commit.

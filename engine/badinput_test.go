@@ -122,7 +122,7 @@ func badCases() []badCase {
 			badCase{name: "Set " + k.name, run: func(e *engine.Engine) (string, error) { return wr(e.Set(key, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0"},
 			badCase{name: "SetTTL " + k.name, run: func(e *engine.Engine) (string, error) { return wr(e.SetTTL(key, []byte("v"), time.Second)) }, want: engine.ErrKeyTooLarge, result: "v=0"},
 			badCase{name: "SetWith IfAbsent " + k.name, run: func(e *engine.Engine) (string, error) {
-				return wr3(e.SetWith(key, nil, engine.SetOptions{Only: engine.IfAbsent}))
+				return wr3(e.SetWith(key, nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL}))
 			}, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "CompareAndSwap " + k.name, run: func(e *engine.Engine) (string, error) { return wr3(e.CompareAndSwap(key, 1, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "Incr " + k.name, run: func(e *engine.Engine) (string, error) { return ir(e.Incr(key)) }, want: engine.ErrKeyTooLarge, result: "n=0"},
@@ -130,7 +130,7 @@ func badCases() []badCase {
 				return ir(e.IncrWith(key, 5, engine.IncrOptions{TTL: time.Second, Pin: true}))
 			}, want: engine.ErrKeyTooLarge, result: "n=0"},
 			badCase{name: "Commit op " + k.name, run: func(e *engine.Engine) (string, error) {
-				_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("changed")}, {Key: key, Value: []byte("v")}})
+				_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("changed"), TTL: engine.NoTTL}, {Key: key, Value: []byte("v"), TTL: engine.NoTTL}})
 				return fmt.Sprintf("ok=%v", ok), err
 			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
 			badCase{name: "Commit precondition " + k.name, run: func(e *engine.Engine) (string, error) {
@@ -171,19 +171,20 @@ func badCases() []badCase {
 			return wr3(e.CompareAndSwap("plain", it.Version, tooBig))
 		}, want: engine.ErrTooLarge, result: "v=0 ok=false"},
 		badCase{name: "Commit value > cap", run: func(e *engine.Engine) (string, error) {
-			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Delete: true}, {Key: "new", Value: tooBig}})
+			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Delete: true}, {Key: "new", Value: tooBig, TTL: engine.NoTTL}})
 			return fmt.Sprintf("ok=%v", ok), err
 		}, want: engine.ErrTooLarge, result: "ok=false"},
 		badCase{name: "IfAbsent nil value on existing key", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("plain", nil, engine.SetOptions{Only: engine.IfAbsent}))
+			return wr3(e.SetWith("plain", nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL}))
 		}, result: "v=0 ok=false"},
 	)
 
-	// TTLs: zero, negative, minimal and overflowing durations.
+	// TTLs: zero (a computed TTL that rounded down is never "forever"),
+	// negative other than NoTTL, minimal and overflowing durations.
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"0", 0}, {"-1ns", -1}, {"-1h", -time.Hour}, {"MinInt64", minDur}} {
+	}{{"0", 0}, {"-2ns", -2}, {"-1h", -time.Hour}, {"MinInt64", minDur}} {
 		ttl := d.d
 		add(
 			badCase{name: "SetTTL ttl " + d.name, run: func(e *engine.Engine) (string, error) { return wr(e.SetTTL("ttl", []byte("new"), ttl)) }, want: engine.ErrInvalidTTL, result: "v=0"},
@@ -192,7 +193,7 @@ func badCases() []badCase {
 				return fmt.Sprintf("%d %v", it.Version, ok), err
 			}, want: engine.ErrInvalidTTL, result: "0 false"},
 		)
-		if ttl < 0 {
+		{
 			add(
 				badCase{name: "SetWith ttl " + d.name, run: func(e *engine.Engine) (string, error) {
 					return wr3(e.SetWith("plain", []byte("new"), engine.SetOptions{TTL: ttl}))
@@ -260,12 +261,14 @@ func badCases() []badCase {
 			return fmt.Sprintf("ok=%v found=%v", ok, found), err
 		}, result: "ok=true found=false", changes: "plain"})
 	}
-	for _, d := range []time.Duration{0, -1, minDur} {
-		add(badCase{name: fmt.Sprintf("Expire ttl %v deletes", d), run: func(e *engine.Engine) (string, error) {
+	// Expire takes a duration: ≤ 0 (NoTTL included) is refused and the
+	// key left as it was; a due deadline is ExpireAt's to say.
+	for _, d := range []time.Duration{0, engine.NoTTL, minDur} {
+		add(badCase{name: fmt.Sprintf("Expire ttl %v refused", d), run: func(e *engine.Engine) (string, error) {
 			ok, err := e.Expire("plain", d, engine.ExpireAlways)
 			_, found := e.Get("plain")
 			return fmt.Sprintf("ok=%v found=%v", ok, found), err
-		}, result: "ok=true found=false", changes: "plain"})
+		}, want: engine.ErrInvalidTTL, result: "ok=false found=true"})
 	}
 
 	// Contradictory options.
@@ -273,14 +276,17 @@ func badCases() []badCase {
 		badCase{name: "SetWith TTL+KeepTTL", run: func(e *engine.Engine) (string, error) {
 			return wr3(e.SetWith("ttl", []byte("x"), engine.SetOptions{TTL: time.Second, KeepTTL: true}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
+		badCase{name: "SetWith NoTTL+KeepTTL", run: func(e *engine.Engine) (string, error) {
+			return wr3(e.SetWith("ttl", []byte("x"), engine.SetOptions{TTL: engine.NoTTL, KeepTTL: true}))
+		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "SetWith Only=3", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 3}))
+			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 3, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "SetWith Only=255", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 255}))
+			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 255, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "SetWith IfAbsent+IfVersion", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: engine.IfAbsent, IfVersion: 1}))
+			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: engine.IfAbsent, IfVersion: 1, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "Expire condition 5", run: func(e *engine.Engine) (string, error) { return br(e.Expire("ttl", time.Second, 5)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
 		badCase{name: "Expire condition 255 ttl 0", run: func(e *engine.Engine) (string, error) { return br(e.Expire("plain", 0, 255)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
@@ -290,7 +296,7 @@ func badCases() []badCase {
 			return fmt.Sprintf("ok=%v", ok), err
 		}, want: engine.ErrInvalidOptions, result: "ok=false"},
 		badCase{name: "Commit duplicate key", run: func(e *engine.Engine) (string, error) {
-			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("1")}, {Key: "plain", Delete: true}})
+			_, ok, err := e.Commit(nil, []engine.Op{{Key: "plain", Value: []byte("1"), TTL: engine.NoTTL}, {Key: "plain", Delete: true}})
 			return fmt.Sprintf("ok=%v", ok), err
 		}, want: engine.ErrInvalidOptions, result: "ok=false"},
 	)
@@ -336,21 +342,21 @@ func badCases() []badCase {
 			badCase{name: "CompareAndSwap version " + v.name, run: func(e *engine.Engine) (string, error) { return wr3(e.CompareAndSwap("plain", ver(e), []byte("x"))) }, result: "v=0 ok=false"},
 			badCase{name: "CompareAndDelete version " + v.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.CompareAndDelete("plain", ver(e))), nil }, result: "false"},
 			badCase{name: "Commit precondition version " + v.name, run: func(e *engine.Engine) (string, error) {
-				_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: ver(e)}}, []engine.Op{{Key: "plain", Delete: true}, {Key: "n", Value: []byte("0")}})
+				_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: ver(e)}}, []engine.Op{{Key: "plain", Delete: true}, {Key: "n", Value: []byte("0"), TTL: engine.NoTTL}})
 				return fmt.Sprintf("ok=%v", ok), err
 			}, result: "ok=false"},
 		)
 		if v.name != "zero" {
 			add(
 				badCase{name: "SetWith IfVersion " + v.name, run: func(e *engine.Engine) (string, error) {
-					return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{IfVersion: ver(e)}))
+					return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{IfVersion: ver(e), TTL: engine.NoTTL}))
 				}, result: "v=0 ok=false"},
 				badCase{name: "CompareAndSwap missing key version " + v.name, run: func(e *engine.Engine) (string, error) { return wr3(e.CompareAndSwap("missing", ver(e), []byte("x"))) }, result: "v=0 ok=false"},
 			)
 		}
 	}
 	add(badCase{name: "Commit precondition absent on existing key", run: func(e *engine.Engine) (string, error) {
-		_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: 0}}, []engine.Op{{Key: "plain", Value: []byte("x")}})
+		_, ok, err := e.Commit([]engine.Precondition{{Key: "plain", Version: 0}}, []engine.Op{{Key: "plain", Value: []byte("x"), TTL: engine.NoTTL}})
 		return fmt.Sprintf("ok=%v", ok), err
 	}, result: "ok=false"})
 	add(badCase{name: "CompareAndSwap stale version after overwrite", run: func(e *engine.Engine) (string, error) {
@@ -374,7 +380,7 @@ func badCases() []badCase {
 			return br(ok, err)
 		}, result: "ok=false"},
 		badCase{name: "SetWith IfPresent missing", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("missing", []byte("x"), engine.SetOptions{Only: engine.IfPresent}))
+			return wr3(e.SetWith("missing", []byte("x"), engine.SetOptions{Only: engine.IfPresent, TTL: engine.NoTTL}))
 		}, result: "v=0 ok=false"},
 	)
 	return cs
@@ -442,6 +448,8 @@ func TestBadConfig(t *testing.T) {
 		{"MaxKeySize", engine.Config{MaxKeySize: math.MaxInt}},
 		{"MaxBytes", engine.Config{MaxBytes: -1}},
 		{"MaxBytes", engine.Config{MaxBytes: math.MinInt64}},
+		{"MaxBytes", engine.Config{MaxBytes: 1}},                                   // room for no entry
+		{"MaxBytes", engine.Config{MaxBytes: engine.EntryOverhead - 1, Shards: 1}}, // room for no entry
 		{"ExpiryBudget", engine.Config{ExpiryBudget: expiryBudget(-1, 0, 0)}},
 		{"ExpiryBudget", engine.Config{ExpiryBudget: expiryBudget(0, -1, 0)}},
 		{"ExpiryBudget", engine.Config{ExpiryBudget: expiryBudget(0, 0, -time.Second)}},
@@ -462,10 +470,11 @@ func TestBadConfig(t *testing.T) {
 		{},
 		{Shards: 3}, // rounded up to 4
 		{Shards: 1 << 16},
-		{MaxBytes: 1, Shards: 1},          // every write is ErrTooLarge
-		{MaxBytes: 1},                     // default shards reduced to 1
-		{ExpiryInterval: -time.Hour},      // no background goroutine
-		{ExpiryInterval: time.Nanosecond}, // a very busy goroutine
+		{MaxBytes: engine.EntryOverhead, Shards: 1 << 16}, // one empty entry, many shards
+		{MaxBytes: 200, Shards: 256},                      // more shards than bytes: one cap still
+		{MaxBytes: engine.EntryOverhead},                  // default shards reduced to 1
+		{ExpiryInterval: -time.Hour},                      // no background goroutine
+		{ExpiryInterval: time.Nanosecond},                 // a very busy goroutine
 		{MaxKeySize: 1},
 		{Policy: evict.NoEviction, MaxBytes: 1 << 20},
 	}
@@ -481,10 +490,16 @@ func TestBadConfig(t *testing.T) {
 		e.Close()
 	}
 	// The degenerate ones behave as documented.
-	e, _ := engine.New(engine.Config{MaxBytes: 1, Shards: 1, ExpiryInterval: -1})
+	e, _ := engine.New(engine.Config{MaxBytes: engine.EntryOverhead, Shards: 1 << 16, ExpiryInterval: -1})
 	defer e.Close()
 	if _, err := e.Set("k", nil); !errors.Is(err, engine.ErrTooLarge) {
-		t.Errorf("Set under MaxBytes 1: %v, want ErrTooLarge", err)
+		t.Errorf("Set 1-byte key under MaxBytes EntryOverhead: %v, want ErrTooLarge", err)
+	}
+	if _, err := e.Set("", nil); err != nil {
+		t.Errorf("Set empty entry under MaxBytes EntryOverhead: %v", err)
+	}
+	if _, err := e.Set("", []byte("v")); !errors.Is(err, engine.ErrTooLarge) {
+		t.Errorf("Set 1-byte value under MaxBytes EntryOverhead: %v, want ErrTooLarge", err)
 	}
 	e2, _ := engine.New(engine.Config{MaxKeySize: 1, ExpiryInterval: -1})
 	defer e2.Close()
@@ -572,10 +587,10 @@ func TestCommitOOMEvictsNothing(t *testing.T) {
 		if _, err := e.Set(a[0], make([]byte, 150)); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := e.SetWith(b[0], make([]byte, 150), engine.SetOptions{Pin: true}); err != nil {
+		if _, _, err := e.SetWith(b[0], make([]byte, 150), engine.SetOptions{Pin: true, TTL: engine.NoTTL}); err != nil {
 			t.Fatal(err)
 		}
-		_, ok, err := e.Commit(nil, []engine.Op{{Key: a[1], Value: make([]byte, 150)}, {Key: b[1], Value: make([]byte, 150)}})
+		_, ok, err := e.Commit(nil, []engine.Op{{Key: a[1], Value: make([]byte, 150), TTL: engine.NoTTL}, {Key: b[1], Value: make([]byte, 150), TTL: engine.NoTTL}})
 		if ok || !errors.Is(err, engine.ErrOutOfMemory) {
 			t.Fatalf("Commit = %v %v, want ErrOutOfMemory", ok, err)
 		}

@@ -21,22 +21,49 @@ import (
 //   - every entry with a deadline has an expiry item at or before it (the
 //     index is filed lazily; items of removed entries are garbage, bounded
 //     by twice the entries with a deadline plus 256);
-//   - the accounted bytes equal the sum of live entries' sizes, and do
-//     not exceed the shard's cap;
+//   - the accounted bytes equal the sum of live entries' sizes;
+//   - under MaxBytes, the budget's resident bytes equal the sum over the
+//     shards, its evictable bytes the sum of the shards' evictable bytes,
+//     its used bytes the resident ones plus the room held by writes
+//     between rounds (exactly the resident ones when there are none), and
+//     none exceeds MaxBytes;
 //   - an entry is tracked by the policy iff it is evictable (not pinned,
 //     and with a TTL under a volatile policy), and the evictable bytes
 //     equal the sum of tracked sizes;
 //   - the free stack holds exactly the non-live slots, once each;
 //   - no version exceeds the shard's version counter.
+//
+// Check holds every shard's lock (shared, in ascending order, as Commit
+// takes them) while it runs, so that the engine-wide sums are a snapshot.
 func (e *Engine) Check() error {
 	var errs []error
+	var bytes, evictb int64
+	for i := range e.shards {
+		e.shards[i].mu.RLock()
+	}
 	for i := range e.shards {
 		s := &e.shards[i]
-		s.mu.RLock()
 		if err := s.checkLocked(); err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %w", i, err))
 		}
-		s.mu.RUnlock()
+		bytes += s.bytes
+		evictb += s.evictb
+	}
+	if b := e.b; b != nil && !e.closed.Load() {
+		used, resident, evictable, carriers := b.used.Load(), b.resident.Load(), b.evictable.Load(), b.carriers.Load()
+		switch {
+		case resident != bytes:
+			errs = append(errs, fmt.Errorf("budget: resident bytes %d, shards hold %d", resident, bytes))
+		case evictable != evictb:
+			errs = append(errs, fmt.Errorf("budget: evictable bytes %d, shards track %d", evictable, evictb))
+		case used < resident || (carriers == 0 && used != resident):
+			errs = append(errs, fmt.Errorf("budget: %d bytes used, %d resident, %d writes holding room between rounds", used, resident, carriers))
+		case used > b.max:
+			errs = append(errs, fmt.Errorf("budget: %d bytes used, over MaxBytes %d", used, b.max))
+		}
+	}
+	for i := len(e.shards) - 1; i >= 0; i-- {
+		e.shards[i].mu.RUnlock()
 	}
 	return errors.Join(errs...)
 }
@@ -119,9 +146,6 @@ func (s *shard) checkLocked() error {
 	}
 	if bytes != s.bytes {
 		return fmt.Errorf("accounted bytes %d, recorded %d", bytes, s.bytes)
-	}
-	if s.maxBytes > 0 && s.bytes > s.maxBytes {
-		return fmt.Errorf("accounted bytes %d over the cap %d", s.bytes, s.maxBytes)
 	}
 	if evictb != s.evictb {
 		return fmt.Errorf("evictable bytes %d, recorded %d", evictb, s.evictb)

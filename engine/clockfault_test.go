@@ -151,7 +151,7 @@ func TestClockJumpForward(t *testing.T) {
 
 // TestClockStandsStill: with a clock that never moves, TTLs never run
 // down, nothing expires (even a 1 ns TTL: now < now+1), and the expiry
-// cycle finds nothing; an already-due Expire still deletes.
+// cycle finds nothing; an already-due ExpireAt still deletes.
 func TestClockStandsStill(t *testing.T) {
 	clk := clock.NewManual(badStart)
 	e := newClockEngine(t, clk, nil)
@@ -171,11 +171,11 @@ func TestClockStandsStill(t *testing.T) {
 			t.Fatalf("cycle removed %d with a standing clock", n)
 		}
 	}
-	if ok, _ := e.Expire("k2", 0, engine.ExpireAlways); !ok {
-		t.Fatal("Expire(0) did not apply")
+	if ok, _ := e.ExpireAt("k2", clk.Time(), engine.ExpireAlways); !ok {
+		t.Fatal("ExpireAt(now) did not apply")
 	}
 	if _, ok := e.Get("k2"); ok {
-		t.Fatal("Expire(0) did not delete")
+		t.Fatal("ExpireAt(now) did not delete")
 	}
 	if st := e.Stats(); st.Due != 0 || st.Entries != 2 {
 		t.Fatalf("stats %+v", st)

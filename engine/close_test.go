@@ -121,7 +121,10 @@ func TestOpsAfterClose(t *testing.T) {
 	closedErr := map[string]error{}
 	closedErr["Set"] = func() error { _, err := e.Set("k", []byte("v")); return err }()
 	closedErr["SetTTL"] = func() error { _, err := e.SetTTL("k", []byte("v"), time.Second); return err }()
-	closedErr["SetWith"] = func() error { _, _, err := e.SetWith("n", nil, engine.SetOptions{Only: engine.IfAbsent}); return err }()
+	closedErr["SetWith"] = func() error {
+		_, _, err := e.SetWith("n", nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL})
+		return err
+	}()
 	closedErr["CompareAndSwap"] = func() error { _, _, err := e.CompareAndSwap("k", it.Version, []byte("v")); return err }()
 	closedErr["Incr"] = func() error { _, err := e.Incr("k"); return err }()
 	closedErr["Decr"] = func() error { _, err := e.Decr("k"); return err }()
@@ -131,10 +134,13 @@ func TestOpsAfterClose(t *testing.T) {
 		_, err := e.IncrWith("c", 1, engine.IncrOptions{TTL: time.Second, Pin: true})
 		return err
 	}()
-	closedErr["Commit"] = func() error { _, _, err := e.Commit(nil, []engine.Op{{Key: "k", Value: []byte("v")}}); return err }()
+	closedErr["Commit"] = func() error {
+		_, _, err := e.Commit(nil, []engine.Op{{Key: "k", Value: []byte("v"), TTL: engine.NoTTL}})
+		return err
+	}()
 	closedErr["Commit delete"] = func() error { _, _, err := e.Commit(nil, []engine.Op{{Key: "k", Delete: true}}); return err }()
 	closedErr["Expire"] = func() error { _, err := e.Expire("t", time.Second, engine.ExpireAlways); return err }()
-	closedErr["Expire 0"] = func() error { _, err := e.Expire("t", 0, engine.ExpireAlways); return err }()
+	closedErr["ExpireAt due"] = func() error { _, err := e.ExpireAt("t", badStart, engine.ExpireAlways); return err }()
 	closedErr["ExpireAt"] = func() error { _, err := e.ExpireAt("t", badStart.Add(time.Minute), engine.ExpireAlways); return err }()
 	closedErr["GetAndExpire"] = func() error { _, _, err := e.GetAndExpire("t", time.Second); return err }()
 	for op, err := range closedErr {
@@ -207,7 +213,7 @@ func TestCloseDuringOperations(t *testing.T) {
 							err = nil
 						}
 					case 2:
-						_, _, err = e.Commit([]engine.Precondition{{Key: k, Version: 0}}, []engine.Op{{Key: k, Value: []byte("1")}, {Key: k + "x", Delete: true}})
+						_, _, err = e.Commit([]engine.Precondition{{Key: k, Version: 0}}, []engine.Op{{Key: k, Value: []byte("1"), TTL: engine.NoTTL}, {Key: k + "x", Delete: true}})
 					case 3:
 						e.Get(k)
 						e.Delete(k)
@@ -331,7 +337,7 @@ func TestListenerPanics(t *testing.T) {
 		defer close(done)
 		e.Set("after", []byte("1"))
 		e.Incr("after")
-		e.Commit(nil, []engine.Op{{Key: "after2", Value: []byte("x")}})
+		e.Commit(nil, []engine.Op{{Key: "after2", Value: []byte("x"), TTL: engine.NoTTL}})
 	}()
 	select {
 	case <-done:
@@ -408,7 +414,7 @@ func TestListenerBlocks(t *testing.T) {
 			e.Incr("n")
 		}
 		e.Set("block-delete", []byte("again"))
-		e.Commit(nil, []engine.Op{{Key: "x", Value: []byte("1")}})
+		e.Commit(nil, []engine.Op{{Key: "x", Value: []byte("1"), TTL: engine.NoTTL}})
 		e.Stats()
 		checkKnown(e)
 	}()

@@ -113,7 +113,7 @@ func TestConcurrentCommitsNoDeadlock(t *testing.T) {
 				nx, _ := strconv.Atoi(string(ix.Value))
 				ny, _ := strconv.Atoi(string(iy.Value))
 				_, ok, err := e.Commit([]Precondition{{x, ix.Version}, {y, iy.Version}},
-					[]Op{{Key: x, Value: []byte(strconv.Itoa(nx - 1))}, {Key: y, Value: []byte(strconv.Itoa(ny + 1))}})
+					[]Op{{Key: x, Value: []byte(strconv.Itoa(nx - 1)), TTL: NoTTL}, {Key: y, Value: []byte(strconv.Itoa(ny + 1)), TTL: NoTTL}})
 				if err != nil {
 					t.Error(err)
 					return

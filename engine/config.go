@@ -17,8 +17,9 @@ const DefaultMaxKeySize = 64 << 10
 // maxKeySizeLimit is the largest Config.MaxKeySize accepted.
 const maxKeySizeLimit = maxKeyLen
 
-// minShardBytes is the smallest per-shard cap the default shard count
-// produces when MaxBytes is set.
+// minShardBytes is the smallest even share of MaxBytes per shard the
+// default shard count produces, so that a write that needs room usually
+// finds victims in its own shard (see budget).
 const minShardBytes = 1 << 20
 
 // Config configures an Engine. The zero value is a valid configuration: an
@@ -26,8 +27,9 @@ const minShardBytes = 1 << 20
 type Config struct {
 	// Shards is the number of independently locked shards, rounded up to a
 	// power of two (at most 65536). 0 picks 16×GOMAXPROCS (at least 64),
-	// reduced when MaxBytes is set so that each shard's cap is at least
-	// 1 MiB.
+	// reduced when MaxBytes is set so that each shard's even share of it
+	// is at least 1 MiB. The shard count affects speed only: what may be
+	// stored, and how much, depends on MaxBytes alone.
 	Shards int
 
 	// Clock is the time source. nil means clock.Real.
@@ -46,9 +48,13 @@ type Config struct {
 	// most 16 MiB - 1.
 	MaxKeySize int
 
-	// MaxBytes caps the accounted memory: for every entry, key + value +
-	// EntryOverhead. 0 means no cap. The cap is split evenly across shards,
-	// so an entry larger than MaxBytes/Shards is ErrTooLarge.
+	// MaxBytes caps the accounted memory of the whole engine: the sum over
+	// its entries of key + value + EntryOverhead never exceeds it, however
+	// many shards there are. 0 means no cap; a cap below EntryOverhead
+	// (room for no entry at all) is ErrInvalidConfig. An entry is
+	// storable iff key + value ≤ MaxEntrySize and key + value +
+	// EntryOverhead ≤ MaxBytes (else ErrTooLarge); a cap of N entries'
+	// worth holds N entries.
 	MaxBytes int64
 
 	// Policy chooses victims when a write needs room under MaxBytes. The
@@ -76,8 +82,8 @@ func (c Config) resolve() (Config, int, error) {
 	if c.MaxKeySize < 0 || c.MaxKeySize > maxKeySizeLimit {
 		return c, 0, fmt.Errorf("%w: MaxKeySize = %d, want 0..%d", ErrInvalidConfig, c.MaxKeySize, maxKeySizeLimit)
 	}
-	if c.MaxBytes < 0 {
-		return c, 0, fmt.Errorf("%w: MaxBytes = %d, want ≥ 0", ErrInvalidConfig, c.MaxBytes)
+	if c.MaxBytes < 0 || (c.MaxBytes > 0 && c.MaxBytes < EntryOverhead) {
+		return c, 0, fmt.Errorf("%w: MaxBytes = %d, want 0 (no cap) or ≥ EntryOverhead (%d)", ErrInvalidConfig, c.MaxBytes, EntryOverhead)
 	}
 	if c.ExpiryBudget.Count < 0 || c.ExpiryBudget.Batch < 0 || c.ExpiryBudget.Time < 0 {
 		return c, 0, fmt.Errorf("%w: ExpiryBudget = %+v, want fields ≥ 0", ErrInvalidConfig, c.ExpiryBudget)

@@ -21,6 +21,25 @@
 // counters keep it; SetOptions.TTLOnCreate and IncrOptions.TTL set it only
 // when the write creates the key.
 //
+// # TTL arguments
+//
+// A key that never expires is something a caller says on purpose, with
+// NoTTL; a TTL of 0 (say, one computed from a deadline that has just
+// passed, or rounded down) is an error, never "forever". One rule for
+// every duration the engine takes:
+//
+//	TTL argument                    > 0              NoTTL              0                  other < 0
+//	SetOptions.TTL, Op.TTL          expire after     no TTL             ErrInvalidTTL      ErrInvalidTTL
+//	  with KeepTTL, no TTLOnCreate  ErrInvalidOptions ErrInvalidOptions keeps the TTL      ErrInvalidOptions
+//	  with TTLOnCreate              on create        none on create     ErrInvalidTTL      ErrInvalidTTL
+//	IncrOptions.TTL (on create)     expire after     no TTL             ErrInvalidTTL      ErrInvalidTTL
+//	SetTTL, Expire, GetAndExpire    expire after     ErrInvalidTTL      ErrInvalidTTL      ErrInvalidTTL
+//
+// Set, Incr, IncrBy, Decr and DecrBy take no TTL (Set clears it, counters
+// keep it); Persist removes one; ExpireAt takes an absolute deadline (one
+// already due deletes the key); a TTL that overflows the clock is
+// ErrInvalidTTL. Op.TTL is ignored for a Delete.
+//
 // # Expiry and eviction
 //
 // A due entry is never returned. Any access to a due entry removes it (lazy
@@ -93,7 +112,9 @@ type Removal struct {
 	Cause   Cause
 }
 
-// NoTTL is the TTL reported for a key that has no expiry.
+// NoTTL says "no expiry": the TTL reported for a key without one, and the
+// TTL a write passes (SetOptions.TTL, IncrOptions.TTL, Op.TTL) to create or
+// leave a key without one. See "TTL arguments" in the package doc.
 const NoTTL time.Duration = -1
 
 // Item is a value with its metadata.
@@ -119,17 +140,21 @@ const (
 	IfPresent
 )
 
-// SetOptions modify a write. The zero value is a plain write: it creates or
-// overwrites the key and clears any TTL.
+// SetOptions modify a write. A write says what happens to the key's TTL:
+// TTL > 0 (expire TTL from now), TTL NoTTL (no expiry), or KeepTTL. The
+// zero value says none of these and is ErrInvalidTTL (see "TTL arguments"
+// in the package doc); Set is the plain write without TTL.
 type SetOptions struct {
-	// TTL, if positive, makes the key expire TTL from now. Negative is
-	// ErrInvalidTTL.
+	// TTL, if positive, makes the key expire TTL from now; NoTTL makes it
+	// never expire. 0 and other negatives are ErrInvalidTTL, unless
+	// KeepTTL is set without TTLOnCreate (then TTL must be 0).
 	TTL time.Duration
-	// KeepTTL keeps an existing key's deadline (Redis KEEPTTL). It cannot
-	// be combined with TTL unless TTLOnCreate is set.
+	// KeepTTL keeps an existing key's deadline (Redis KEEPTTL); a key it
+	// creates has none. It cannot be combined with a TTL unless
+	// TTLOnCreate is set.
 	KeepTTL bool
-	// TTLOnCreate applies TTL only if this write creates the key; an
-	// existing key keeps its deadline (or lack of one).
+	// TTLOnCreate applies TTL (positive or NoTTL) only if this write
+	// creates the key; an existing key keeps its deadline (or lack of one).
 	TTLOnCreate bool
 	// Only restricts the write to an absent or present key.
 	Only Condition
@@ -141,11 +166,12 @@ type SetOptions struct {
 	Pin bool
 }
 
-// IncrOptions modify a counter operation.
+// IncrOptions modify a counter operation. The zero value is ErrInvalidTTL:
+// TTL must say what a created key gets.
 type IncrOptions struct {
-	// TTL, if positive, is set only when the increment creates the key
-	// (the fixed-window counter needs exactly this). An existing key keeps
-	// its deadline.
+	// TTL is the TTL of a key the increment creates (the fixed-window
+	// counter needs exactly this): positive, or NoTTL for none; 0 and other
+	// negatives are ErrInvalidTTL. An existing key keeps its deadline.
 	TTL time.Duration
 	// Pin exempts a key created by this increment from eviction (fencing
 	// counters need this).
@@ -187,7 +213,9 @@ type Stats struct {
 // the clock only if the key has a TTL: O(1), no allocation with AppendGet.
 // A write takes the shard lock exclusively: O(1) plus O(log n) in the
 // expiry index when the key gets a TTL it did not have or an earlier one,
-// plus the eviction policy's cost when the shard is at its cap. Arena
+// plus the eviction policy's cost when the engine is at its cap (see
+// budget: MaxBytes is one engine-wide budget, a write makes room in its own
+// shard first and then in others, one lock at a time). Arena
 // rebuilds copy a shard's live bytes, amortized O(1) per written byte.
 //
 // Concurrency: every method is safe for concurrent use; operations on one
@@ -196,6 +224,7 @@ type Stats struct {
 // listener (see Close).
 type Engine struct {
 	shards   []shard
+	b        *budget // Config.MaxBytes; nil = no cap
 	mask     uint64
 	seed     maphash.Seed // secret: the key hash of every shard and table
 	clock    clock.Clock
@@ -255,17 +284,20 @@ func New(cfg Config) (*Engine, error) {
 		released: make(chan struct{}),
 	}
 	e.loopCond.L = &e.loopMu
+	if cfg.MaxBytes > 0 {
+		e.b = &budget{max: cfg.MaxBytes}
+	}
 	parts := make([]expiry.Reclaimer, n)
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.idx = expiry.NewIndex()
 		s.seed = e.seed
-		if cfg.MaxBytes > 0 {
-			s.maxBytes = cfg.MaxBytes / int64(n)
-		}
+		s.b = e.b
 		if cfg.Policy.New != nil {
-			s.pol = cfg.Policy.New(s.maxBytes)
+			// The policy's size hint is the shard's even share of the cap.
+			s.pol = cfg.Policy.New(cfg.MaxBytes / int64(n))
 			s.volatile = cfg.Policy.Volatile
+			s.deadlines, _ = s.pol.(evict.DeadlineSetter)
 		}
 		parts[i] = reclaimer{e, s}
 	}
@@ -603,6 +635,19 @@ func (s *shard) lookupLocked(key string, h uint64, now int64, ev *[]Removal) (ui
 	return slot, ok
 }
 
+// checkWriteTTL applies the rule of "TTL arguments" (package doc) to the
+// TTL of a write; keep reports a write that keeps the key's TTL (KeepTTL
+// without TTLOnCreate), whose TTL must be left 0.
+func checkWriteTTL(ttl time.Duration, keep bool) error {
+	switch {
+	case keep && ttl != 0:
+		return fmt.Errorf("%w: TTL %v with KeepTTL", ErrInvalidOptions, ttl)
+	case keep, ttl > 0, ttl == NoTTL:
+		return nil
+	}
+	return fmt.Errorf("%w: %v (want > 0, or NoTTL for no expiry)", ErrInvalidTTL, ttl)
+}
+
 // deadlineAfter returns now+ttl, or ErrInvalidTTL if ttl ≤ 0 or the sum
 // overflows.
 func deadlineAfter(now int64, ttl time.Duration) (int64, error) {
@@ -625,7 +670,7 @@ func (e *Engine) checkKey(key string) error {
 // Set stores value under key with no TTL (clearing any TTL the key had) and
 // returns the new version.
 func (e *Engine) Set(key string, value []byte) (version uint64, err error) {
-	version, _, err = e.SetWith(key, value, SetOptions{})
+	version, _, err = e.SetWith(key, value, SetOptions{TTL: NoTTL})
 	return version, err
 }
 
@@ -648,11 +693,8 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 	if err := e.checkKey(key); err != nil {
 		return 0, false, err
 	}
-	if o.TTL < 0 {
-		return 0, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, o.TTL)
-	}
-	if o.KeepTTL && o.TTL > 0 && !o.TTLOnCreate {
-		return 0, false, fmt.Errorf("%w: TTL with KeepTTL", ErrInvalidOptions)
+	if err := checkWriteTTL(o.TTL, o.KeepTTL && !o.TTLOnCreate); err != nil {
+		return 0, false, err
 	}
 	if o.Only > IfPresent || (o.IfVersion != 0 && o.Only == IfAbsent) {
 		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", ErrInvalidOptions, o.Only, o.IfVersion)
@@ -663,15 +705,39 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 	s, h := e.shardFor(key)
 	var ev []Removal
 	evp := e.events(&ev)
-	s.mu.Lock()
-	version, ok, err = s.setLocked(e, key, h, value, o, evp)
-	s.mu.Unlock()
+	var r room
+	err = e.withRoom(&r, evp, func() error {
+		s.mu.Lock()
+		version, ok, err = s.setLocked(e, key, h, value, o, &r, evp)
+		e.b.endRound(&r, err)
+		s.mu.Unlock()
+		return err
+	})
 	e.deliver(ev)
 	return version, ok, err
 }
 
+// withRoom runs a write (which takes and releases its own locks) until it
+// finishes without needing to visit other shards for room, visiting them
+// between rounds (see budget), and gives back the room it did not use.
+func (e *Engine) withRoom(r *room, ev *[]Removal, write func() error) error {
+	err := write()
+	for err == errVisit {
+		if !e.visit(r, ev) {
+			err = fmt.Errorf("%w: MaxBytes %d is full of entries that may not be evicted", ErrOutOfMemory, e.b.max)
+			break
+		}
+		err = write()
+	}
+	e.b.release(r)
+	if r.carried {
+		e.b.carriers.Add(-1)
+	}
+	return err
+}
+
 // setLocked is SetWith under the shard's exclusive lock.
-func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOptions, ev *[]Removal) (uint64, bool, error) {
+func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOptions, r *room, ev *[]Removal) (uint64, bool, error) {
 	if s.closed {
 		return 0, false, ErrClosed
 	}
@@ -694,32 +760,67 @@ func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOp
 		}
 		deadline = d
 	}
-	return s.writeLocked(key, h, slot, found, value, deadline, o.Pin, now, ev)
+	return s.writeLocked(key, h, slot, found, value, deadline, o.Pin, now, r, ev)
 }
 
 // writeLocked stores value under key (at slot if found) with the given
-// deadline, enforcing the memory cap first. On error nothing changed.
-func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, now int64, ev *[]Removal) (uint64, bool, error) {
+// deadline, first making r hold the bytes the write adds under the cap. On
+// error nothing changed (but room made may be held in r).
+func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, now int64, r *room, ev *[]Removal) (uint64, bool, error) {
 	newSize := int64(len(key)) + int64(len(value)) + EntryOverhead
-	if int64(len(key))+int64(len(value)) > maxArena/2 || (s.maxBytes > 0 && newSize > s.maxBytes) {
-		return 0, false, fmt.Errorf("%w: %d bytes, a shard holds at most %d", ErrTooLarge, newSize, min(s.maxBytes, maxArena/2))
+	if err := s.b.checkSize(len(key), len(value)); err != nil {
+		return 0, false, err
 	}
 	var oldSize int64
-	var excl [1]uint32
-	exclude := excl[:0]
 	if found {
 		oldSize = s.at(slot).size()
-		exclude = append(exclude, slot)
 	}
 	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(key)+len(value)) > maxArena {
 		// The shard's arena (offsets are 32-bit) is full of live data.
 		return 0, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
 	}
-	if err := s.makeRoomLocked(newSize-oldSize, now, exclude, ev); err != nil {
+	if grow := newSize - oldSize; s.b != nil && grow > 0 && !s.b.has(r, grow) {
+		var excl [1]uint32
+		exclude := excl[:0]
 		if found {
-			s.syncPolicyLocked(s.at(slot), h, oldSize, false)
+			exclude = append(exclude, slot)
 		}
-		return 0, false, err
+		if err := s.b.reserveLocked(r, grow, now, []roomPart{{s, exclude}}, ev); err != nil {
+			if found {
+				s.syncPolicyLocked(s.at(slot), h, oldSize, false)
+			}
+			return 0, false, err
+		}
+	}
+	v := s.applyWriteLocked(key, h, slot, found, value, deadline, pin, ev)
+	if s.b != nil {
+		r.held -= newSize - oldSize
+	}
+	return v, true, nil
+}
+
+// checkSize returns ErrTooLarge for an entry that can never be stored: key
+// + value over MaxEntrySize, or with EntryOverhead over the cap. b may be
+// nil (no cap).
+func (b *budget) checkSize(klen, vlen int) error {
+	kv := int64(klen) + int64(vlen)
+	if kv > MaxEntrySize {
+		return fmt.Errorf("%w: key + value = %d bytes, MaxEntrySize is %d", ErrTooLarge, kv, MaxEntrySize)
+	}
+	if b != nil && kv+EntryOverhead > b.max {
+		return fmt.Errorf("%w: key + value + EntryOverhead = %d bytes, MaxBytes is %d", ErrTooLarge, kv+EntryOverhead, b.max)
+	}
+	return nil
+}
+
+// applyWriteLocked stores value under key (at slot if found) with the
+// given deadline, and returns the new version. The caller has checked the
+// size and holds the room (see budget): the resident bytes grow by the
+// entry's change in size.
+func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, ev *[]Removal) uint64 {
+	var oldSize int64
+	if found {
+		oldSize = s.at(slot).size()
 	}
 	s.version++
 	s.writes++
@@ -752,9 +853,9 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 			en.setFlags(en.flags() | flagPinned)
 		}
 		s.setDeadlineLocked(en, deadline)
-		s.bytes += en.size() - oldSize
+		s.addBytesLocked(en.size() - oldSize)
 		s.syncPolicyLocked(en, h, oldSize, true)
-		return en.version(), true, nil
+		return en.version()
 	}
 	off := s.allocLocked(hdrSize + len(key) + len(value))
 	slot = s.newSlotLocked()
@@ -774,9 +875,9 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 	s.setDeadlineLocked(en, deadline)
 	s.tab.Insert(table.Tag(h), slot)
 	s.live++
-	s.bytes += en.size()
+	s.addBytesLocked(en.size())
 	s.syncPolicyLocked(en, h, 0, true)
-	return en.version(), true, nil
+	return en.version()
 }
 
 // CompareAndSwap stores value under key if the key's current version is old,
@@ -866,22 +967,24 @@ const (
 )
 
 // Expire sets key to expire ttl from now if cond holds, and reports whether
-// it did. A ttl ≤ 0 makes the deadline already due: the key is deleted (as
-// Redis's EXPIRE does; the removal's cause is Deleted). A ttl that
-// overflows the clock is ErrInvalidTTL.
+// it did. A ttl ≤ 0 (NoTTL included: Persist removes a TTL, Delete a key)
+// or one that overflows the clock is ErrInvalidTTL, and the key is left as
+// it was.
 func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bool, error) {
-	now := e.now()
-	if ttl > 0 && now > math.MaxInt64-int64(ttl) {
-		return false, fmt.Errorf("%w: %v overflows the clock", ErrInvalidTTL, ttl)
+	if cond > ExpireLT {
+		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
 	}
-	d := now + int64(ttl)
 	if ttl <= 0 {
-		d = now
+		return false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
 	}
-	return e.expireAt(key, d, cond, now)
+	return e.expireAt(key, cond, func(now int64) (int64, error) {
+		return deadlineAfter(now, ttl)
+	})
 }
 
-// ExpireAt is Expire with an absolute deadline on the engine's clock.
+// ExpireAt is Expire with an absolute deadline on the engine's clock. A
+// deadline already due deletes the key (as Redis's EXPIREAT does; the
+// removal's cause is Deleted).
 func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) (bool, error) {
 	if deadline.After(time.Unix(0, math.MaxInt64)) {
 		return false, fmt.Errorf("%w: deadline %v past the clock's range", ErrInvalidTTL, deadline)
@@ -890,10 +993,13 @@ func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) 
 	if !deadline.Before(time.Unix(0, math.MinInt64)) {
 		d = deadline.UnixNano()
 	}
-	return e.expireAt(key, d, cond, e.now())
+	return e.expireAt(key, cond, func(int64) (int64, error) { return d, nil })
 }
 
-func (e *Engine) expireAt(key string, d int64, cond ExpireCondition, now int64) (bool, error) {
+// expireAt sets key's deadline to deadlineAt(now) if cond holds. now is
+// read under the shard lock, so that the key's liveness and its new
+// deadline are decided at one instant.
+func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now int64) (int64, error)) (bool, error) {
 	if cond > ExpireLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
 	}
@@ -907,6 +1013,12 @@ func (e *Engine) expireAt(key string, d int64, cond ExpireCondition, now int64) 
 	var ev []Removal
 	evp := e.events(&ev)
 	s.mu.Lock()
+	now := e.now()
+	d, err := deadlineAt(now)
+	if err != nil {
+		s.mu.Unlock()
+		return false, err
+	}
 	done := false
 	if slot, ok := s.lookupLocked(key, h, now, evp); ok {
 		en := s.at(slot)
@@ -1031,15 +1143,16 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	if len(key) > e.maxKey {
 		return Item{}, false, nil
 	}
-	now := e.now()
-	d, err := deadlineAfter(now, ttl)
-	if err != nil {
-		return Item{}, false, err
-	}
 	s, h := e.shardFor(key)
 	var ev []Removal
 	evp := e.events(&ev)
 	s.mu.Lock()
+	now := e.now()
+	d, err := deadlineAfter(now, ttl)
+	if err != nil {
+		s.mu.Unlock()
+		return Item{}, false, err
+	}
 	slot, ok := s.lookupLocked(key, h, now, evp)
 	var it Item
 	if ok {
@@ -1060,10 +1173,10 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 }
 
 // Incr adds 1 to the integer at key; see IncrBy.
-func (e *Engine) Incr(key string) (int64, error) { return e.IncrWith(key, 1, IncrOptions{}) }
+func (e *Engine) Incr(key string) (int64, error) { return e.IncrWith(key, 1, IncrOptions{TTL: NoTTL}) }
 
 // Decr subtracts 1 from the integer at key; see IncrBy.
-func (e *Engine) Decr(key string) (int64, error) { return e.IncrWith(key, -1, IncrOptions{}) }
+func (e *Engine) Decr(key string) (int64, error) { return e.IncrWith(key, -1, IncrOptions{TTL: NoTTL}) }
 
 // IncrBy adds delta to the integer at key and returns the result:
 //
@@ -1078,7 +1191,7 @@ func (e *Engine) Decr(key string) (int64, error) { return e.IncrWith(key, -1, In
 // A missing key counts as 0. The key's TTL is kept. On error the value is
 // unchanged.
 func (e *Engine) IncrBy(key string, delta int64) (int64, error) {
-	return e.IncrWith(key, delta, IncrOptions{})
+	return e.IncrWith(key, delta, IncrOptions{TTL: NoTTL})
 }
 
 // DecrBy subtracts delta from the integer at key; see IncrBy.
@@ -1086,7 +1199,7 @@ func (e *Engine) DecrBy(key string, delta int64) (int64, error) {
 	if delta == math.MinInt64 {
 		return 0, ErrOverflow
 	}
-	return e.IncrWith(key, -delta, IncrOptions{})
+	return e.IncrWith(key, -delta, IncrOptions{TTL: NoTTL})
 }
 
 // IncrWith is IncrBy with options that apply when the increment creates the
@@ -1096,8 +1209,8 @@ func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error)
 	if err := e.checkKey(key); err != nil {
 		return 0, err
 	}
-	if o.TTL < 0 {
-		return 0, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, o.TTL)
+	if err := checkWriteTTL(o.TTL, false); err != nil {
+		return 0, err
 	}
 	if e.closed.Load() {
 		return 0, ErrClosed
@@ -1105,14 +1218,20 @@ func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error)
 	s, h := e.shardFor(key)
 	var ev []Removal
 	evp := e.events(&ev)
-	s.mu.Lock()
-	n, err := s.incrLocked(e, key, h, delta, o, evp)
-	s.mu.Unlock()
+	var n int64
+	var r room
+	err := e.withRoom(&r, evp, func() (err error) {
+		s.mu.Lock()
+		n, err = s.incrLocked(e, key, h, delta, o, &r, evp)
+		e.b.endRound(&r, err)
+		s.mu.Unlock()
+		return err
+	})
 	e.deliver(ev)
 	return n, err
 }
 
-func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrOptions, ev *[]Removal) (int64, error) {
+func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrOptions, r *room, ev *[]Removal) (int64, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
@@ -1140,7 +1259,7 @@ func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrO
 	}
 	n += delta
 	var buf [20]byte
-	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin && !found, now, ev); err != nil {
+	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin && !found, now, r, ev); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -1203,11 +1322,11 @@ func (e *Engine) Len() int {
 // Stats returns a snapshot of the engine's counters. It costs O(shards +
 // due entries).
 func (e *Engine) Stats() Stats {
-	now := e.now()
 	st := Stats{Shards: len(e.shards), ListenerPanics: e.listenerPanics.Load()}
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.mu.RLock()
+		now := e.now()
 		st.Writes += s.writes
 		st.Expired += s.expired
 		st.Evicted += s.evicted
@@ -1216,11 +1335,15 @@ func (e *Engine) Stats() Stats {
 		st.Entries += s.live
 		st.Due += s.dueLocked(now)
 		st.Bytes += s.bytes
-		st.MaxBytes += s.maxBytes
 		st.ArenaBytes += int64(cap(s.arena))
 		s.mu.RUnlock()
 		st.Hits += s.hits.Load()
 		st.Misses += s.misses.Load()
+	}
+	if e.b != nil && !e.closed.Load() {
+		// One reading of the budget: never over the cap, even while
+		// writes run (a sum over shards read one at a time could be).
+		st.Bytes, st.MaxBytes = e.b.resident.Load(), e.b.max
 	}
 	return st
 }

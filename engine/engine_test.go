@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -143,14 +144,14 @@ func TestTTLKinds(t *testing.T) {
 			_, err := e.Expire("k", time.Hour, ExpireGT)
 			return err
 		}, time.Hour, true},
-		{"expire with due deadline deletes", func(e *Engine) error {
+		{"expire 0 is refused and keeps the TTL", func(e *Engine) error {
 			e.SetTTL("k", []byte("a"), time.Minute)
 			ok, err := e.Expire("k", 0, ExpireAlways)
-			if !ok {
-				return errors.New("expire did not apply")
+			if ok || !errors.Is(err, ErrInvalidTTL) {
+				return fmt.Errorf("Expire(0) = %v, %v; want ErrInvalidTTL", ok, err)
 			}
-			return err
-		}, 0, false},
+			return nil
+		}, time.Minute, true},
 		{"expireAt in the past deletes", func(e *Engine) error {
 			e.Set("k", []byte("a"))
 			_, err := e.ExpireAt("k", t0.Add(-time.Hour), ExpireAlways)
@@ -271,7 +272,10 @@ func TestInvalidTTL(t *testing.T) {
 		{"SetWith -1", func() error { _, _, err := e.SetWith("k", []byte("x"), SetOptions{TTL: -time.Second}); return err }()},
 		{"SetTTL overflow", func() error { _, err := e.SetTTL("k", []byte("x"), math.MaxInt64); return err }()},
 		{"GetAndExpire 0", func() error { _, _, err := e.GetAndExpire("k", 0); return err }()},
-		{"IncrWith -1", func() error { _, err := e.IncrWith("n", 1, IncrOptions{TTL: -1}); return err }()},
+		{"IncrWith -2", func() error { _, err := e.IncrWith("n", 1, IncrOptions{TTL: -2}); return err }()},
+		{"IncrWith 0", func() error { _, err := e.IncrWith("n", 1, IncrOptions{}); return err }()},
+		{"SetWith 0", func() error { _, _, err := e.SetWith("k", []byte("x"), SetOptions{}); return err }()},
+		{"Expire 0", func() error { _, err := e.Expire("k", 0, ExpireAlways); return err }()},
 		{"Expire overflow", func() error { _, err := e.Expire("k", math.MaxInt64, ExpireAlways); return err }()},
 		{"ExpireAt past 2262", func() error {
 			_, err := e.ExpireAt("k", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), ExpireAlways)
@@ -360,26 +364,26 @@ func TestCAS(t *testing.T) {
 
 func TestConditionalSets(t *testing.T) {
 	e, clk := newTest(t, Config{})
-	if _, ok, _ := e.SetWith("k", []byte("a"), SetOptions{Only: IfPresent}); ok {
+	if _, ok, _ := e.SetWith("k", []byte("a"), SetOptions{Only: IfPresent, TTL: NoTTL}); ok {
 		t.Fatal("IfPresent on a missing key wrote")
 	}
 	if _, ok, _ := e.SetWith("k", []byte("a"), SetOptions{Only: IfAbsent, TTL: time.Second}); !ok {
 		t.Fatal("IfAbsent on a missing key did not write")
 	}
-	if _, ok, _ := e.SetWith("k", []byte("b"), SetOptions{Only: IfAbsent}); ok {
+	if _, ok, _ := e.SetWith("k", []byte("b"), SetOptions{Only: IfAbsent, TTL: NoTTL}); ok {
 		t.Fatal("IfAbsent on a live key wrote")
 	}
 	clk.Advance(time.Second)
-	if _, ok, _ := e.SetWith("k", []byte("c"), SetOptions{Only: IfAbsent}); !ok {
+	if _, ok, _ := e.SetWith("k", []byte("c"), SetOptions{Only: IfAbsent, TTL: NoTTL}); !ok {
 		t.Fatal("IfAbsent on a due key did not write")
 	}
-	if _, ok, _ := e.SetWith("k", []byte("d"), SetOptions{Only: IfPresent}); !ok {
+	if _, ok, _ := e.SetWith("k", []byte("d"), SetOptions{Only: IfPresent, TTL: NoTTL}); !ok {
 		t.Fatal("IfPresent on a live key did not write")
 	}
 	if v, _ := getS(e, "k"); v != "d" {
 		t.Fatalf("got %q want d", v)
 	}
-	for _, o := range []SetOptions{{KeepTTL: true, TTL: 1}, {Only: 7}, {Only: IfAbsent, IfVersion: 3}} {
+	for _, o := range []SetOptions{{KeepTTL: true, TTL: 1}, {Only: 7, TTL: NoTTL}, {Only: IfAbsent, IfVersion: 3, TTL: NoTTL}} {
 		if _, _, err := e.SetWith("k", []byte("x"), o); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("SetWith(%+v): got %v want ErrInvalidOptions", o, err)
 		}

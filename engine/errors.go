@@ -9,8 +9,8 @@ var (
 	ErrNotFound = errors.New("tide: key not found")
 	// ErrKeyTooLarge reports a key longer than Config.MaxKeySize.
 	ErrKeyTooLarge = errors.New("tide: key too large")
-	// ErrTooLarge reports an entry that can never fit: larger than a shard's
-	// share of Config.MaxBytes, or than a shard's 4 GiB arena.
+	// ErrTooLarge reports an entry that can never fit: key + value over
+	// MaxEntrySize, or key + value + EntryOverhead over Config.MaxBytes.
 	ErrTooLarge = errors.New("tide: entry too large")
 	// ErrInvalidTTL reports a TTL ≤ 0 on a write, or a deadline that
 	// overflows the clock (past the year 2262).

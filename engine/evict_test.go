@@ -276,3 +276,89 @@ func ExampleConfig_eviction() {
 	e.Set("k4", make([]byte, 10)) // needs room: evicts k2 (its TTL had not run out)
 	// Output: k2 evicted
 }
+
+// TestDeadlinePolicySeesTTLChanges guards the promise that a policy ordering
+// by deadline (volatile-ttl) evicts by each key's current deadline: a change
+// of only the TTL (Expire, ExpireAt, GetAndExpire) must reach it. Key a
+// moves from +1h to +10h, past b (+2h); the next write that needs room must
+// evict b, not a.
+func TestDeadlinePolicySeesTTLChanges(t *testing.T) {
+	moves := []struct {
+		name string
+		move func(e *Engine) error
+	}{
+		{"Expire", func(e *Engine) error { _, err := e.Expire("a", 10*time.Hour, ExpireAlways); return err }},
+		{"ExpireGT", func(e *Engine) error { _, err := e.Expire("a", 10*time.Hour, ExpireGT); return err }},
+		{"ExpireAt", func(e *Engine) error { _, err := e.ExpireAt("a", t0.Add(10*time.Hour), ExpireAlways); return err }},
+		{"GetAndExpire", func(e *Engine) error { _, _, err := e.GetAndExpire("a", 10*time.Hour); return err }},
+	}
+	for _, tc := range moves {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newTest(t, Config{Shards: 1, MaxBytes: 2 * (1 + 1 + EntryOverhead), Policy: evict.VolatileTTL})
+			if _, err := e.SetTTL("a", []byte("1"), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.SetTTL("b", []byte("2"), 2*time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.move(e); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.SetTTL("c", []byte("3"), 3*time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			_, aok := e.Get("a")
+			_, bok := e.Get("b")
+			if !aok || bok {
+				t.Fatalf("after moving a to +10h, writing c evicted a=%v b=%v; want b (nearest deadline, +2h) evicted", !aok, !bok)
+			}
+			mustCheck(t, e)
+		})
+	}
+}
+
+// TestCommitCountsItsOwnFrees guards the promise that a commit accounts for
+// its net change: with the cap exactly full, a commit whose deletes and
+// shrinks free as much as its writes need fits without evicting anything
+// (noeviction must not refuse it; an evicting policy must not evict an
+// unrelated key).
+func TestCommitCountsItsOwnFrees(t *testing.T) {
+	v := func(n int) []byte { return make([]byte, n) }
+	shapes := []struct {
+		name string
+		ops  []Op
+		gone []string // keys the commit deletes
+	}{
+		{"rename k1 to k3", []Op{{Key: "k1", Delete: true}, {Key: "k3", Value: v(10), TTL: NoTTL}}, []string{"k1"}},
+		{"write k3 before deleting k1", []Op{{Key: "k3", Value: v(10), TTL: NoTTL}, {Key: "k1", Delete: true}}, []string{"k1"}},
+		{"grow k2 before shrinking k1", []Op{{Key: "k2", Value: v(15), TTL: NoTTL}, {Key: "k1", Value: v(5), TTL: NoTTL}}, nil},
+	}
+	for _, pol := range []evict.Spec{evict.NoEviction, evict.AllKeysLRU} {
+		for _, tc := range shapes {
+			t.Run(pol.Name+"/"+tc.name, func(t *testing.T) {
+				// Room for exactly two entries of key 2 bytes + value 10.
+				e, _ := newTest(t, Config{Shards: 1, MaxBytes: 2 * (2 + 10 + EntryOverhead), Policy: pol})
+				for _, k := range []string{"k1", "k2"} {
+					if _, err := e.Set(k, v(10)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, ok, err := e.Commit(nil, tc.ops); err != nil || !ok {
+					t.Fatalf("Commit = %v, %v; want committed (it frees what it needs)", ok, err)
+				}
+				if _, ok := e.Get("k2"); !ok {
+					t.Fatal("k2 was evicted")
+				}
+				if st := e.Stats(); st.Evicted != 0 || st.Bytes > st.MaxBytes {
+					t.Fatalf("Evicted = %d, Bytes = %d of %d; want nothing evicted, cap held", st.Evicted, st.Bytes, st.MaxBytes)
+				}
+				for _, k := range tc.gone {
+					if _, ok := e.Get(k); ok {
+						t.Fatalf("%s survived its delete", k)
+					}
+				}
+				mustCheck(t, e)
+			})
+		}
+	}
+}

@@ -56,7 +56,7 @@ func TestModel(t *testing.T) {
 		md := &model{clk: clk, hwm: clk.Now(), m: map[string]mentry{}, maxVer: map[string]uint64{}}
 		keys := rapid.SampledFrom([]string{"", "a", "b", "counter", "long-key-" + string(make([]byte, 40))})
 		vals := rapid.SampledFrom([]string{"", "x", "12", "-7", "hello world", string(make([]byte, 300))})
-		ttls := rapid.SampledFrom([]time.Duration{0, 1, time.Millisecond, time.Second, time.Hour})
+		ttls := rapid.SampledFrom([]time.Duration{NoTTL, 1, time.Millisecond, time.Second, time.Hour})
 
 		// newVersion checks a write's version against the key's history.
 		newVersion := func(t *rapid.T, k string, v uint64) {
@@ -66,7 +66,7 @@ func TestModel(t *testing.T) {
 			md.maxVer[k] = v
 		}
 		deadline := func(ttl time.Duration) int64 {
-			if ttl == 0 {
+			if ttl == NoTTL {
 				return 0
 			}
 			return md.now() + int64(ttl)
@@ -79,7 +79,10 @@ func TestModel(t *testing.T) {
 				keep := rapid.Bool().Draw(t, "keep")
 				onCreate := rapid.Bool().Draw(t, "onCreate")
 				only := Condition(rapid.IntRange(0, 2).Draw(t, "only"))
-				o := SetOptions{TTL: ttl, KeepTTL: keep && (ttl == 0 || onCreate), TTLOnCreate: onCreate, Only: only}
+				o := SetOptions{TTL: ttl, KeepTTL: keep, TTLOnCreate: onCreate, Only: only}
+				if keep && !onCreate {
+					o.TTL, ttl = 0, NoTTL // KeepTTL alone: a created key has none
+				}
 				ver, ok, err := e.SetWith(k, []byte(v), o)
 				if err != nil {
 					t.Fatalf("SetWith: %v", err)
@@ -195,6 +198,12 @@ func TestModel(t *testing.T) {
 				ttl := rapid.SampledFrom([]time.Duration{-time.Second, 0, 1, time.Second, time.Hour}).Draw(t, "ttl")
 				cond := ExpireCondition(rapid.IntRange(0, 4).Draw(t, "cond"))
 				ok, err := e.Expire(k, ttl, cond)
+				if ttl <= 0 {
+					if !errors.Is(err, ErrInvalidTTL) || ok {
+						t.Fatalf("Expire(%q, %v) = %v, %v; want ErrInvalidTTL", k, ttl, ok, err)
+					}
+					return
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -217,12 +226,8 @@ func TestModel(t *testing.T) {
 					t.Fatalf("Expire(%q,%v,%d) = %v want %v", k, ttl, cond, ok, want)
 				}
 				if ok {
-					if ttl <= 0 {
-						delete(md.m, k)
-					} else {
-						cur.deadline = d
-						md.m[k] = cur
-					}
+					cur.deadline = d
+					md.m[k] = cur
 				}
 			},
 			"persist": func(t *rapid.T) {
@@ -240,7 +245,7 @@ func TestModel(t *testing.T) {
 			"getex": func(t *rapid.T) {
 				k := keys.Draw(t, "k")
 				ttl := ttls.Draw(t, "ttl")
-				if ttl == 0 {
+				if ttl == NoTTL {
 					ttl = time.Second
 				}
 				it, ok, err := e.GetAndExpire(k, ttl)
@@ -268,7 +273,7 @@ func TestModel(t *testing.T) {
 				}
 				v := vals.Draw(t, "v")
 				del := rapid.Bool().Draw(t, "del")
-				vers, ok, err := e.Commit([]Precondition{{k1, pv}}, []Op{{Key: k1, Value: []byte(v)}, {Key: k2, Delete: del, Value: []byte(v)}})
+				vers, ok, err := e.Commit([]Precondition{{k1, pv}}, []Op{{Key: k1, Value: []byte(v), TTL: NoTTL}, {Key: k2, Delete: del, Value: []byte(v), TTL: NoTTL}})
 				want := (e1 && pv == c1.ver) || (!e1 && pv == 0)
 				if err != nil || ok != want {
 					t.Fatalf("Commit pre %q=v%d: %v,%v want %v", k1, pv, ok, err, want)

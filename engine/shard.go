@@ -116,23 +116,32 @@ type shard struct {
 	// mu guards every field of the shard except hits and misses. Reads take
 	// it shared; a read hit updates eviction metadata through the policy's
 	// concurrent-safe Access, never under the exclusive lock.
-	mu       sync.RWMutex
-	tab      table.Table
-	ents     []uint32 // slot → record offset + 1; 0 = free
-	free     []uint32 // free slots
-	arena    []byte
-	garbage  int   // arena bytes not referenced by a live entry
-	live     int   // live (resident) entries, due ones included
-	ttlLive  int   // live entries with a deadline
-	bytes    int64 // accounted bytes of live entries
-	evictb   int64 // accounted bytes of tracked (evictable) entries
-	maxBytes int64 // 0 = no cap
-	version  uint64
-	idx      *expiry.Index
-	pol      evict.Policy
-	volatile bool
-	closed   bool
-	seed     maphash.Seed // the engine's; set once by New
+	mu      sync.RWMutex
+	tab     table.Table
+	ents    []uint32 // slot → record offset + 1; 0 = free
+	free    []uint32 // free slots
+	arena   []byte
+	garbage int   // arena bytes not referenced by a live entry
+	live    int   // live (resident) entries, due ones included
+	ttlLive int   // live entries with a deadline
+	bytes   int64 // accounted bytes of live entries
+	evictb  int64 // accounted bytes of tracked (evictable) entries
+	// b is the engine's byte budget (nil: no cap). While retaining is set,
+	// removeLocked adds the bytes of the entries it removes to retained
+	// instead of giving them back to the budget: the room a write makes is
+	// its own (see budget and keepLocked).
+	b         *budget
+	retaining bool
+	retained  int64
+	version   uint64
+	idx       *expiry.Index
+	pol       evict.Policy
+	// deadlines is pol as an evict.DeadlineSetter, or nil if pol does not
+	// order by deadline.
+	deadlines evict.DeadlineSetter
+	volatile  bool
+	closed    bool
+	seed      maphash.Seed // the engine's; set once by New
 
 	writes, expired, evicted, deleted, replaced uint64
 
@@ -258,19 +267,22 @@ func (s *shard) syncPolicyLocked(en entry, hash uint64, oldSize int64, written b
 	switch {
 	case was && !now:
 		s.pol.Remove(h)
-		s.evictb -= oldSize
+		s.addEvictableLocked(-oldSize)
 		en.setFlags(en.flags() &^ flagTracked)
 	case !was && now:
 		s.pol.Add(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()})
-		s.evictb += en.size()
+		s.addEvictableLocked(en.size())
 		en.setFlags(en.flags() | flagTracked)
 	case was && now && (written || oldSize != en.size()):
 		s.pol.Update(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()})
-		s.evictb += en.size() - oldSize
+		s.addEvictableLocked(en.size() - oldSize)
 	}
 }
 
-// setDeadlineLocked sets the entry at slot to expire at d (0 = never).
+// setDeadlineLocked sets the entry at slot to expire at d (0 = never). A
+// policy that orders by deadline (evict.DeadlineSetter) is told at once if
+// it tracks the entry, so every caller (TTL-only changes included) keeps it
+// current; a change of trackability is the caller's syncPolicyLocked.
 //
 // The expiry index is updated lazily. Its invariant is: every live entry
 // with a deadline has an index item (x, slot) with x ≤ its deadline. So a
@@ -292,6 +304,9 @@ func (s *shard) setDeadlineLocked(en entry, d int64) {
 		s.ttlLive--
 	}
 	en.setDeadlineField(d)
+	if s.deadlines != nil && en.flags()&flagTracked != 0 {
+		s.deadlines.SetDeadline(evict.Handle(en.slot), d)
+	}
 	if d != 0 && (old == 0 || d < old) {
 		s.idx.Add(expiry.Item{Deadline: d, Slot: en.slot})
 	}
@@ -328,7 +343,8 @@ func (s *shard) boundIndexLocked() {
 }
 
 // removeLocked removes the entry at slot and records the removal. hash may
-// be 0 if unknown (it is then recomputed from the key).
+// be 0 if unknown (it is then recomputed from the key). The entry's bytes go
+// back to the budget, or to s.retained while s.retaining is set.
 func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Removal) {
 	en := s.at(slot)
 	if hash == 0 {
@@ -341,9 +357,15 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	hadTTL := en.deadline() != 0
 	if en.flags()&flagTracked != 0 {
 		s.pol.Remove(evict.Handle(slot))
-		s.evictb -= en.size()
+		s.addEvictableLocked(-en.size())
 	}
-	s.bytes -= en.size()
+	s.addBytesLocked(-en.size())
+	switch {
+	case s.retaining:
+		s.retained += en.size()
+	case s.b != nil:
+		s.b.used.Add(-en.size())
+	}
 	s.garbage += en.recLen()
 	s.live--
 	switch cause {
@@ -449,69 +471,6 @@ func (s *shard) dueLocked(now int64) int {
 		return true
 	})
 	return len(seen)
-}
-
-// makeRoomLocked ensures need more accounted bytes fit under the cap,
-// reclaiming due entries first and then evicting per policy. The entries at
-// the slots in exclude (those being written) are never evicted: they are
-// hidden from the policy, and the caller must call syncPolicyLocked for
-// each of them afterwards, whether or not makeRoomLocked succeeded. It
-// evicts nothing unless it can succeed.
-func (s *shard) makeRoomLocked(need int64, now int64, exclude []uint32, ev *[]Removal) error {
-	if err := s.checkRoomLocked(need, now, exclude, ev); err != nil {
-		return err
-	}
-	if s.fitsLocked(need) {
-		return nil
-	}
-	for _, x := range exclude {
-		if en := s.at(x); en.flags()&flagTracked != 0 {
-			s.pol.Remove(evict.Handle(x))
-			s.evictb -= en.size()
-			en.setFlags(en.flags() &^ flagTracked)
-		}
-	}
-	for !s.fitsLocked(need) {
-		h, ok := s.pol.Victim(now)
-		if !ok || int(h) >= len(s.ents) || s.ents[h] == 0 || s.at(uint32(h)).flags()&flagTracked == 0 {
-			// Unreachable while the policy and evictb are consistent
-			// (Check verifies both); fail safe.
-			return ErrOutOfMemory
-		}
-		s.removeLocked(uint32(h), 0, Evicted, ev)
-	}
-	return nil
-}
-
-func (s *shard) fitsLocked(need int64) bool {
-	return s.maxBytes == 0 || s.bytes+need <= s.maxBytes
-}
-
-// checkRoomLocked reports whether makeRoomLocked(need, now, exclude) can
-// succeed, without evicting anything. It does reclaim due entries, which
-// are logically gone already (due entries go before any live one).
-func (s *shard) checkRoomLocked(need int64, now int64, exclude []uint32, ev *[]Removal) error {
-	for !s.fitsLocked(need) {
-		if _, more := s.reclaimDueLocked(now, 64, ev); !more {
-			break
-		}
-	}
-	if s.fitsLocked(need) {
-		return nil
-	}
-	if s.pol == nil {
-		return ErrOutOfMemory
-	}
-	evictable := s.evictb
-	for _, x := range exclude {
-		if en := s.at(x); en.flags()&flagTracked != 0 {
-			evictable -= en.size()
-		}
-	}
-	if s.bytes-evictable+need > s.maxBytes {
-		return ErrOutOfMemory
-	}
-	return nil
 }
 
 // ReclaimDue implements expiry.Reclaimer for the active cycle.

@@ -141,7 +141,7 @@ func stressRun(t *testing.T, st *stressStats, policy evict.Spec, d time.Duration
 	// Counters are pinned and never deleted or given a TTL; the CAS
 	// counters too.
 	for i := range stressCAS {
-		if _, _, err := e.SetWith(fmt.Sprint("cas:", i), []byte("0"), engine.SetOptions{Pin: true}); err != nil {
+		if _, _, err := e.SetWith(fmt.Sprint("cas:", i), []byte("0"), engine.SetOptions{Pin: true, TTL: engine.NoTTL}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,7 +246,7 @@ func stressRun(t *testing.T, st *stressStats, policy evict.Spec, d time.Duration
 				case p < 94: // pinned counter
 					c := r.IntN(stressCounters)
 					delta := int64(1 + r.IntN(3))
-					_, err := e.IncrWith(fmt.Sprint("ctr:", c), delta, engine.IncrOptions{Pin: true})
+					_, err := e.IncrWith(fmt.Sprint("ctr:", c), delta, engine.IncrOptions{Pin: true, TTL: engine.NoTTL})
 					switch {
 					case err == nil:
 						incrSums[w][c] += delta

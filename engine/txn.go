@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -18,8 +19,11 @@ type Precondition struct {
 type Op struct {
 	Key    string
 	Value  []byte
-	Delete bool          // remove the key instead of writing Value
-	TTL    time.Duration // as SetOptions.TTL
+	Delete bool // remove the key instead of writing Value
+	// TTL is as SetOptions.TTL: positive, or NoTTL for no expiry; 0 and
+	// other negatives are ErrInvalidTTL unless KeepTTL is set (then it
+	// must be 0). Ignored for a Delete.
+	TTL time.Duration
 	// KeepTTL keeps an existing key's deadline, as SetOptions.KeepTTL.
 	KeepTTL bool
 	Pin     bool
@@ -36,9 +40,13 @@ type Op struct {
 //
 // Commit locks every shard it touches in ascending order, so concurrent
 // commits cannot deadlock. A key may appear in ops at most once
-// (ErrInvalidOptions). If the writes cannot all fit under MaxBytes the
-// commit fails with ErrOutOfMemory (or ErrTooLarge) and nothing changes;
-// keys written by the commit are never evicted to make room for it.
+// (ErrInvalidOptions). A commit needs room under MaxBytes for its net
+// change only (what its writes add minus what its deletes and shrinks
+// free) and evicts no more than that; if it cannot fit, it fails with
+// ErrOutOfMemory (or ErrTooLarge) and nothing changes. Keys written or
+// deleted by the commit are never evicted to make room for it. When its
+// own shards cannot make the room, it unlocks them, makes room in other
+// shards one at a time, and starts over (see budget).
 func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, committed bool, err error) {
 	for _, p := range pre {
 		if err := e.checkKey(p.Key); err != nil {
@@ -50,11 +58,10 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 		if err := e.checkKey(op.Key); err != nil {
 			return nil, false, err
 		}
-		if op.TTL < 0 {
-			return nil, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, op.TTL)
-		}
-		if op.TTL > 0 && op.KeepTTL {
-			return nil, false, fmt.Errorf("%w: TTL with KeepTTL", ErrInvalidOptions)
+		if !op.Delete {
+			if err := checkWriteTTL(op.TTL, op.KeepTTL); err != nil {
+				return nil, false, err
+			}
 		}
 		if _, dup := seen[op.Key]; dup {
 			return nil, false, fmt.Errorf("%w: key %q written twice", ErrInvalidOptions, op.Key)
@@ -81,24 +88,29 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 	idx = slices.Compact(idx)
 	var ev []Removal
 	evp := e.events(&ev)
-	for _, i := range idx {
-		e.shards[i].mu.Lock()
-	}
-	if len(idx) > 0 && e.shards[idx[0]].closed {
-		// Close marks every shard under its own lock, so a locked shard
-		// is a valid witness.
-		err = ErrClosed
-	} else {
-		versions, committed, err = e.commitLocked(pre, ops, hashes, evp)
-	}
-	for _, i := range slices.Backward(idx) {
-		e.shards[i].mu.Unlock()
-	}
+	var r room
+	err = e.withRoom(&r, evp, func() (err error) {
+		for _, i := range idx {
+			e.shards[i].mu.Lock()
+		}
+		if len(idx) > 0 && e.shards[idx[0]].closed {
+			// Close marks every shard under its own lock, so a locked
+			// shard is a valid witness.
+			err = ErrClosed
+		} else {
+			versions, committed, err = e.commitLocked(pre, ops, hashes, &r, evp)
+		}
+		e.b.endRound(&r, err)
+		for _, i := range slices.Backward(idx) {
+			e.shards[i].mu.Unlock()
+		}
+		return err
+	})
 	e.deliver(ev)
 	return versions, committed, err
 }
 
-func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev *[]Removal) ([]uint64, bool, error) {
+func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, r *room, ev *[]Removal) ([]uint64, bool, error) {
 	now := e.now()
 	for _, p := range pre {
 		s, h := e.shardFor(p.Key)
@@ -109,25 +121,31 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev 
 		}
 	}
 
-	// Plan: where each op lands, the deadline it leaves, and the room each
-	// shard needs (the sum of the growths, so every step fits).
+	// Plan: where each op lands, the deadline it leaves, and how much it
+	// changes the accounted bytes (a delete's growth is minus its size).
 	type plan struct {
 		s        *shard
 		slot     uint32
 		found    bool
 		deadline int64
+		grow     int64
 	}
 	plans := make([]plan, len(ops))
-	need := map[*shard]int64{}
 	excl := map[*shard][]uint32{}
+	arena := map[*shard]int64{} // record bytes each shard's arena gains at most
+	var net int64
 	for i, op := range ops {
 		s := &e.shards[hashes[i]&e.mask]
 		slot, found := s.lookupLocked(op.Key, hashes[i], now, ev)
 		p := plan{s: s, slot: slot, found: found}
-		if op.Delete && found {
+		if found {
 			excl[s] = append(excl[s], slot)
 		}
-		if !op.Delete {
+		if op.Delete {
+			if found {
+				p.grow = -s.at(slot).size()
+			}
+		} else {
 			switch {
 			case op.KeepTTL && found:
 				p.deadline = s.at(slot).deadline()
@@ -138,18 +156,22 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev 
 				}
 				p.deadline = d
 			}
-			size := int64(len(op.Key)) + int64(len(op.Value)) + EntryOverhead
-			if int64(len(op.Key))+int64(len(op.Value)) > maxArena/2 || (s.maxBytes > 0 && size > s.maxBytes) {
-				return nil, false, fmt.Errorf("%w: %d bytes", ErrTooLarge, size)
+			if err := e.b.checkSize(len(op.Key), len(op.Value)); err != nil {
+				return nil, false, err
 			}
-			grow := size
+			p.grow = int64(len(op.Key)) + int64(len(op.Value)) + EntryOverhead
 			if found {
-				grow -= s.at(slot).size()
-				excl[s] = append(excl[s], slot)
+				p.grow -= s.at(slot).size()
 			}
-			need[s] += max(grow, 0)
+			arena[s] += int64(hdrSize + len(op.Key) + len(op.Value))
 		}
+		net += p.grow
 		plans[i] = p
+	}
+	for s, n := range arena {
+		if int64(len(s.arena)-s.garbage)+n > maxArena {
+			return nil, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+		}
 	}
 	resync := func() {
 		for s, slots := range excl {
@@ -162,38 +184,58 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, ev 
 			}
 		}
 	}
-	// Check every shard before evicting in any, so that a commit that
-	// cannot fit evicts nothing.
-	for s, n := range need {
-		if err := s.checkRoomLocked(n, now, excl[s], ev); err != nil {
+	// The commit needs room for its net growth only: it applies its
+	// deletes first and its shrinks before its growths, and keeps what
+	// they free (shard retaining), so every step fits in what it holds.
+	// Making room evicts nothing unless the whole commit can fit.
+	if e.b != nil && net > 0 && !e.b.has(r, net) {
+		parts := make([]roomPart, 0, len(excl)+1)
+		for _, i := range lockedShards(e, hashes) {
+			s := &e.shards[i]
+			parts = append(parts, roomPart{s, excl[s]})
+		}
+		if err := e.b.reserveLocked(r, net, now, parts, ev); err != nil {
 			resync()
 			return nil, false, err
 		}
 	}
-	for s, n := range need {
-		if err := s.makeRoomLocked(n, now, excl[s], ev); err != nil {
-			resync()
-			return nil, false, err
-		}
+	// Room is held; apply, smallest growth (deletes) first. Existing
+	// entries being written stay hidden from the policy until written.
+	order := make([]int, len(ops))
+	for i := range order {
+		order[i] = i
 	}
-	// Room is reserved; apply. Existing entries being written stay hidden
-	// from the policy until written, so no write evicts another of ours.
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(plans[a].grow, plans[b].grow) })
 	versions := make([]uint64, len(ops))
-	for i, op := range ops {
-		p := plans[i]
+	for _, i := range order {
+		op, p := ops[i], plans[i]
 		if op.Delete {
 			if p.found {
+				p.s.retaining = e.b != nil
 				p.s.removeLocked(p.slot, hashes[i], Deleted, ev)
+				p.s.retaining = false
+				p.s.keepLocked(r)
 			}
 			continue
 		}
-		v, _, err := p.s.writeLocked(op.Key, hashes[i], p.slot, p.found, op.Value, p.deadline, op.Pin, now, ev)
-		if err != nil {
-			// Unreachable: room was made and sizes were checked.
-			resync()
-			return nil, false, err
+		versions[i] = p.s.applyWriteLocked(op.Key, hashes[i], p.slot, p.found, op.Value, p.deadline, op.Pin, ev)
+		if e.b != nil {
+			r.held -= p.grow
 		}
-		versions[i] = v
+	}
+	for s := range excl {
+		s.maybeShrinkLocked()
 	}
 	return versions, true, nil
+}
+
+// lockedShards returns the indexes of the shards of the keys with the
+// given hashes, ascending, once each.
+func lockedShards(e *Engine, hashes []uint64) []int {
+	idx := make([]int, len(hashes))
+	for i, h := range hashes {
+		idx[i] = int(h & e.mask)
+	}
+	slices.Sort(idx)
+	return slices.Compact(idx)
 }

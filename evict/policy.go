@@ -52,6 +52,17 @@ type Policy interface {
 	Victim(now int64) (Handle, bool)
 }
 
+// DeadlineSetter is implemented by a policy that orders entries by their
+// deadline (TTL). The engine calls SetDeadline, with the shard's write lock
+// held, whenever only the deadline of a tracked entry changes (Expire,
+// ExpireAt, GetAndExpire, Persist): such a change is not a write and must
+// not count as an access, but a deadline-ordered policy must see it. A
+// policy that ignores deadlines need not implement it.
+type DeadlineSetter interface {
+	// SetDeadline records h's new deadline (0 = no TTL).
+	SetDeadline(h Handle, deadline int64)
+}
+
 // Spec names a policy and builds one instance per shard. The zero Spec is
 // NoEviction.
 type Spec struct {

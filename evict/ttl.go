@@ -41,6 +41,14 @@ func (p *TTL) Add(h Handle, e Entry) {
 // Update implements Policy.
 func (p *TTL) Update(h Handle, e Entry) { p.Add(h, e) }
 
+// SetDeadline implements DeadlineSetter: a moved deadline moves the entry
+// in the eviction order.
+func (p *TTL) SetDeadline(h Handle, deadline int64) {
+	if int(h) < len(p.deadline) {
+		p.deadline[h] = deadline
+	}
+}
+
 // Remove implements Policy.
 func (p *TTL) Remove(h Handle) {
 	if p.s.set.remove(h) {

@@ -376,6 +376,19 @@ func (h *harness) value(r *in) []byte {
 	return append([]byte{}, r.bytes(40)...)
 }
 
+// ttlErr is the engine's rule for the TTL of a write (package engine, "TTL
+// arguments"): positive or NoTTL; left 0 exactly when the write keeps the
+// key's TTL (keep); 0 is never "no TTL".
+func ttlErr(ttl time.Duration, keep bool) error {
+	switch {
+	case keep && ttl != 0:
+		return engine.ErrInvalidOptions
+	case keep, ttl > 0, ttl == engine.NoTTL:
+		return nil
+	}
+	return engine.ErrInvalidTTL
+}
+
 // ttl chooses a duration: zero, negative, tiny, ordinary, huge, and the two
 // sides of the clock's overflow boundary.
 func (h *harness) ttl(r *in) time.Duration {
@@ -491,10 +504,8 @@ func (h *harness) doSet(k string, v []byte, o engine.SetOptions, via string) {
 	switch {
 	case len(k) > maxKey:
 		want = engine.ErrKeyTooLarge
-	case o.TTL < 0:
-		want = engine.ErrInvalidTTL
-	case o.KeepTTL && o.TTL > 0 && !o.TTLOnCreate:
-		want = engine.ErrInvalidOptions
+	case ttlErr(o.TTL, o.KeepTTL && !o.TTLOnCreate) != nil:
+		want = ttlErr(o.TTL, o.KeepTTL && !o.TTLOnCreate)
 	case o.Only > engine.IfPresent || o.IfVersion != 0 && o.Only == engine.IfAbsent:
 		want = engine.ErrInvalidOptions
 	case h.closed:
@@ -659,13 +670,18 @@ func (h *harness) doExpire(k string, ttl time.Duration, at *time.Time, cond engi
 	var want error
 	var d int64
 	if at == nil {
-		if ttl > 0 && now > math.MaxInt64-int64(ttl) {
+		switch {
+		case cond > engine.ExpireLT:
+			want = engine.ErrInvalidOptions
+		case ttl <= 0:
+			// A duration ≤ 0 (NoTTL included) is refused, never "due".
+			want = engine.ErrInvalidTTL
+		case h.closed:
+			want = engine.ErrClosed
+		case now > math.MaxInt64-int64(ttl):
 			want = engine.ErrInvalidTTL
 		}
-		d = now + int64(ttl)
-		if ttl <= 0 {
-			d = now
-		}
+		d = now + int64(max(ttl, 0))
 	} else {
 		switch {
 		case at.After(time.Unix(0, math.MaxInt64)):
@@ -802,7 +818,7 @@ func (h *harness) doIncr(k string, delta int64, o engine.IncrOptions, via string
 		want = engine.ErrOverflow
 	case len(k) > maxKey:
 		want = engine.ErrKeyTooLarge
-	case o.TTL < 0:
+	case ttlErr(o.TTL, false) != nil:
 		want = engine.ErrInvalidTTL
 	case h.closed:
 		want = engine.ErrClosed
@@ -954,6 +970,9 @@ func (h *harness) doCommit(r *in) {
 		k := h.key(r)
 		f := r.u8()
 		op := engine.Op{Key: k, Delete: f%5 == 0, KeepTTL: f&8 != 0, Pin: f&16 != 0}
+		if !op.KeepTTL {
+			op.TTL = engine.NoTTL
+		}
 		if !op.Delete {
 			op.Value = h.value(r)
 		}
@@ -983,10 +1002,8 @@ func (h *harness) commit(pre []engine.Precondition, ops []engine.Op) {
 		case want != nil:
 		case len(op.Key) > maxKey:
 			want = engine.ErrKeyTooLarge
-		case op.TTL < 0:
-			want = engine.ErrInvalidTTL
-		case op.TTL > 0 && op.KeepTTL:
-			want = engine.ErrInvalidOptions
+		case !op.Delete && ttlErr(op.TTL, op.KeepTTL) != nil:
+			want = ttlErr(op.TTL, op.KeepTTL)
 		case seen[op.Key]:
 			want = engine.ErrInvalidOptions
 		}
@@ -1117,12 +1134,12 @@ func (h *harness) run(r *in, pick func(r *in) int) {
 		h.doClose()
 		h.verify()
 	}
-	h.doSet("a", []byte("x"), engine.SetOptions{}, "SetWith")
-	h.doIncr("n", 1, engine.IncrOptions{}, "IncrWith")
+	h.doSet("a", []byte("x"), engine.SetOptions{TTL: engine.NoTTL}, "SetWith")
+	h.doIncr("n", 1, engine.IncrOptions{TTL: engine.NoTTL}, "IncrWith")
 	h.doRead("a", "Get")
 	h.doRemove("a", 0, "Delete")
 	h.doExpire("a", time.Second, nil, engine.ExpireAlways)
-	h.commit(nil, []engine.Op{{Key: "a", Value: []byte("y")}})
+	h.commit(nil, []engine.Op{{Key: "a", Value: []byte("y"), TTL: engine.NoTTL}})
 	h.verify()
 }
 
@@ -1146,11 +1163,11 @@ const nOps = 26
 func (h *harness) op(c int, r *in) {
 	switch c {
 	case 0:
-		h.doSet(h.key(r), h.value(r), engine.SetOptions{}, "Set")
+		h.doSet(h.key(r), h.value(r), engine.SetOptions{TTL: engine.NoTTL}, "Set")
 	case 1:
 		k, v := h.key(r), h.value(r)
 		ttl := h.ttl(r)
-		if ttl <= 0 { // SetTTL rejects ≤ 0 even though SetWith treats 0 as none
+		if ttl <= 0 { // SetTTL rejects ≤ 0, NoTTL included
 			_, err := h.e.SetTTL(k, v, ttl)
 			h.logf("SetTTL(%q, %v) = %v", k, ttl, err)
 			h.wantErr("SetTTL", err, engine.ErrInvalidTTL)
@@ -1161,7 +1178,10 @@ func (h *harness) op(c int, r *in) {
 	case 2, 3:
 		k, v := h.key(r), h.value(r)
 		f := r.u8()
-		o := engine.SetOptions{KeepTTL: f&1 != 0, TTLOnCreate: f&2 != 0, Pin: f&4 != 0, Only: engine.Condition(f >> 3 % 4)}
+		o := engine.SetOptions{KeepTTL: f&1 != 0, TTLOnCreate: f&2 != 0, Pin: f&4 != 0, Only: engine.Condition(f >> 3 % 4), TTL: engine.NoTTL}
+		if o.KeepTTL && !o.TTLOnCreate {
+			o.TTL = 0 // KeepTTL alone: the TTL is left unset
+		}
 		if f&32 != 0 {
 			o.TTL = h.ttl(r)
 		}
@@ -1212,15 +1232,15 @@ func (h *harness) op(c int, r *in) {
 	case 17:
 		k := h.key(r)
 		f := r.u8()
-		o := engine.IncrOptions{Pin: f&1 != 0}
+		o := engine.IncrOptions{Pin: f&1 != 0, TTL: engine.NoTTL}
 		if f&2 != 0 {
 			o.TTL = h.ttl(r)
 		}
 		h.doIncr(k, h.delta(r), o, "IncrWith")
 	case 18:
-		h.doIncr(h.key(r), h.delta(r), engine.IncrOptions{}, "IncrBy")
+		h.doIncr(h.key(r), h.delta(r), engine.IncrOptions{TTL: engine.NoTTL}, "IncrBy")
 	case 19:
-		h.doIncr(h.key(r), h.delta(r), engine.IncrOptions{}, "DecrBy")
+		h.doIncr(h.key(r), h.delta(r), engine.IncrOptions{TTL: engine.NoTTL}, "DecrBy")
 	case 20:
 		h.doCommit(r)
 	case 21, 22:

@@ -170,7 +170,7 @@ func (m *Map[V]) GetItem(key string) (Item[V], bool, error) {
 // Set stores v under key with no TTL (clearing any TTL the key had) and
 // returns the new version.
 func (m *Map[V]) Set(key string, v V) (version uint64, err error) {
-	version, _, err = m.SetWith(key, v, engine.SetOptions{})
+	version, _, err = m.SetWith(key, v, engine.SetOptions{TTL: engine.NoTTL})
 	return version, err
 }
 

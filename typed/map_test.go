@@ -211,7 +211,7 @@ func TestEncodeErrorWritesNothing(t *testing.T) {
 	}{
 		{"Set", func() error { _, err := m.Set("k", -1); return err }},
 		{"SetTTL", func() error { _, err := m.SetTTL("k", -1, time.Second); return err }},
-		{"SetWith", func() error { _, _, err := m.SetWith("k", -1, engine.SetOptions{}); return err }},
+		{"SetWith", func() error { _, _, err := m.SetWith("k", -1, engine.SetOptions{TTL: engine.NoTTL}); return err }},
 		{"CompareAndSwap", func() error { _, _, err := m.CompareAndSwap("k", v1, -1); return err }},
 		{"Update", func() error {
 			_, _, err := m.Update("k", func(int, bool) (int, error) { return -1, nil }, cas.Options{})

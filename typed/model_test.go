@@ -75,7 +75,7 @@ func TestMapModel(t *testing.T) {
 			"SetIfAbsent": func(rt *rapid.T) {
 				k, v := keyGen.Draw(rt, "k"), valGen.Draw(rt, "v")
 				_, exists := live(k)
-				ver, ok, err := m.SetWith(k, v, engine.SetOptions{Only: engine.IfAbsent})
+				ver, ok, err := m.SetWith(k, v, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL})
 				if err != nil || ok == exists {
 					rt.Fatalf("SetWith(IfAbsent) on exists=%v: ok=%v err=%v", exists, ok, err)
 				}

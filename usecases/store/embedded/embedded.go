@@ -95,12 +95,25 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if o.IfAbsent && o.IfVersion != 0 {
 		return 0, false, fmt.Errorf("%w: IfAbsent with IfVersion %d", store.ErrInvalidOptions, o.IfVersion)
 	}
-	eo := engine.SetOptions{TTL: o.TTL, IfVersion: o.IfVersion, Pin: o.Pin}
+	eo := engine.SetOptions{TTL: engineTTL(o.TTL), IfVersion: o.IfVersion, Pin: o.Pin}
 	if o.IfAbsent {
 		eo.Only = engine.IfAbsent
 	}
 	v, ok, err := b.e.SetWith(key, value, eo)
 	return v, ok, fromEngine(err)
+}
+
+// engineTTL maps a store TTL to the engine's: the store seam's 0 means no
+// TTL (store.SetOptions), which the engine must be told with engine.NoTTL
+// (its 0 is ErrInvalidTTL). Negative TTLs pass through and are refused.
+func engineTTL(ttl time.Duration) time.Duration {
+	if ttl == 0 {
+		return engine.NoTTL
+	}
+	if ttl == engine.NoTTL {
+		return -2 // store's NoTTL is a read-side value: refused as a write TTL
+	}
+	return ttl
 }
 
 // CompareAndDelete implements store.Backend.
@@ -142,7 +155,7 @@ func optimistic(ctx context.Context, attempt func() (bool, error)) error {
 // create writes a new key (IfAbsent) or replaces version v with ttl (0
 // keeps no TTL; keep keeps the deadline).
 func (b *Backend) put(key string, exists bool, version uint64, value []byte, ttl time.Duration, keep bool) (uint64, bool, error) {
-	o := engine.SetOptions{TTL: ttl}
+	o := engine.SetOptions{TTL: engineTTL(ttl)}
 	if exists {
 		o.IfVersion = version
 		if keep {

@@ -24,7 +24,7 @@ func (b *Backend) flagWrite(ctx context.Context, d *store.FlagWrite) error {
 			return false, err
 		}
 		pre := []engine.Precondition{{Key: d.Key, Version: d.IfVersion}, {Key: d.AuditKey, Version: ait.Version}}
-		ops := []engine.Op{{Key: d.Key, Value: d.Value, Pin: true}, {Key: d.AuditKey, Value: log, Pin: true}}
+		ops := []engine.Op{{Key: d.Key, Value: d.Value, Pin: true, TTL: engine.NoTTL}, {Key: d.AuditKey, Value: log, Pin: true, TTL: engine.NoTTL}}
 		vs, won, err := b.e.Commit(pre, ops)
 		if err != nil {
 			return false, err

@@ -60,7 +60,7 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 			t := max(uint64(fence)+1, d.MinToken)
 			pre := []engine.Precondition{{Key: d.Key}, {Key: d.FenceKey, Version: fit.Version}}
 			ops := []engine.Op{
-				{Key: d.FenceKey, Value: strconv.AppendUint(nil, t, 10), Pin: true},
+				{Key: d.FenceKey, Value: strconv.AppendUint(nil, t, 10), Pin: true, TTL: engine.NoTTL},
 				{Key: d.Key, Value: encodeLease(d.Holder, t), TTL: d.TTL, Pin: true},
 			}
 			_, won, err = b.e.Commit(pre, ops)
