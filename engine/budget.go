@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/tidekv/tide/evict"
@@ -270,4 +271,37 @@ func (s *shard) addBytesLocked(n int64) {
 	if s.b != nil {
 		s.b.resident.Add(n)
 	}
+}
+
+// withRoom runs a write (which takes and releases its own locks) until it
+// finishes without needing to visit other shards for room, visiting them
+// between rounds (see budget), and gives back the room it did not use.
+func (e *Engine) withRoom(r *room, ev *[]Removal, write func() error) error {
+	err := write()
+	for err == errVisit {
+		if !e.visit(r, ev) {
+			err = fmt.Errorf("%w: MaxBytes %d is full of entries that may not be evicted", ErrOutOfMemory, e.b.max)
+			break
+		}
+		err = write()
+	}
+	e.b.release(r)
+	if r.carried {
+		e.b.carriers.Add(-1)
+	}
+	return err
+}
+
+// checkSize returns ErrTooLarge for an entry that can never be stored: key
+// + value over MaxEntrySize, or with EntryOverhead over the cap. b may be
+// nil (no cap).
+func (b *budget) checkSize(klen, vlen int) error {
+	kv := int64(klen) + int64(vlen)
+	if kv > MaxEntrySize {
+		return fmt.Errorf("%w: key + value = %d bytes, MaxEntrySize is %d", ErrTooLarge, kv, MaxEntrySize)
+	}
+	if b != nil && kv+EntryOverhead > b.max {
+		return fmt.Errorf("%w: key + value + EntryOverhead = %d bytes, MaxBytes is %d", ErrTooLarge, kv+EntryOverhead, b.max)
+	}
+	return nil
 }

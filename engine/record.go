@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Storage layout (per shard)
+//
+// Every shard keeps its entries in pointer-free structures, so that the
+// garbage collector scans almost nothing however many entries there are:
+//
+//   - arena []byte: one record per entry, a 24-byte header (version,
+//     deadline, value length, key length and flags) followed by the key and
+//     the value. Writes append; an overwrite with a value no longer than the
+//     old one is done in place. Bytes no live record uses are counted as
+//     garbage. When an append does not fit, or garbage exceeds half the
+//     arena, the arena is rebuilt compactly with 25% headroom.
+//   - ents []uint32: the arena offset (+1) of each slot's record; 0 marks a
+//     free slot (free slots are kept on a stack and reused). The slot is the
+//     entry's handle for the eviction policy and the expiry index. The array
+//     is dense (4 bytes an entry), so the hop from the hash table to the
+//     record usually hits the CPU cache.
+//   - tab table.Table: open addressing from a 32-bit tag of the key hash to
+//     the slot (8 bytes a word, load ≤ 3/4); keys are confirmed against the
+//     arena.
+//
+// A read is thus: hash, table word, ents word, record (header, key and
+// value are contiguous). Entries with a TTL also have an item (deadline,
+// slot) in the shard's expiry.Index, a B-tree of pointer-free items, filed
+// lazily (see setDeadlineLocked).
+//
+// Byte accounting is by construction: an entry accounts len(key) +
+// len(value) + EntryOverhead, and the shard's total is the sum over its
+// live entries. EntryOverhead is measured (see README, "Memory").
+
+// EntryOverhead is the number of bytes the engine accounts per entry beyond
+// its key and value: the record header and slot word, the hash-table word at
+// its mean load, arena headroom, and shard bookkeeping, as measured by
+// TestEntryOverheadMatchesHeap.
+const EntryOverhead = 64
+
+const (
+	flagPinned  = 1 << iota // never evicted
+	flagTracked             // known to the eviction policy
+)
+
+// Record header layout, little endian.
+const (
+	hdrVersion  = 0  // uint64
+	hdrDeadline = 8  // int64, engine-clock ns; 0 = no TTL
+	hdrVlen     = 16 // uint32
+	hdrKlen     = 20 // uint32: key length (low 24 bits) | flags << 24
+	hdrSize     = 24
+	maxKeyLen   = 1<<24 - 1
+)
+
+// maxArena is the largest arena a shard may have: offsets are uint32, and
+// on 32-bit platforms a slice is at most MaxInt32 bytes.
+const maxArena = int64(min(uint64(math.MaxUint32), uint64(math.MaxInt)))
+
+// entry is a view of one live record: the shard, the slot and the record's
+// arena offset. It is only valid until the arena is next rebuilt
+// (allocLocked), after which it must be taken again with at.
+type entry struct {
+	s    *shard
+	slot uint32
+	off  uint32
+}
+
+// at returns the entry at a live slot.
+func (s *shard) at(slot uint32) entry { return entry{s, slot, s.ents[slot] - 1} }
+
+func (en entry) hdr() []byte { return en.s.arena[en.off : en.off+hdrSize : en.off+hdrSize] }
+
+func (en entry) version() uint64     { return binary.LittleEndian.Uint64(en.hdr()[hdrVersion:]) }
+func (en entry) deadline() int64     { return int64(binary.LittleEndian.Uint64(en.hdr()[hdrDeadline:])) }
+func (en entry) vlen() uint32        { return binary.LittleEndian.Uint32(en.hdr()[hdrVlen:]) }
+func (en entry) klen() uint32        { return binary.LittleEndian.Uint32(en.hdr()[hdrKlen:]) & maxKeyLen }
+func (en entry) flags() uint32       { return binary.LittleEndian.Uint32(en.hdr()[hdrKlen:]) >> 24 }
+func (en entry) setVersion(v uint64) { binary.LittleEndian.PutUint64(en.hdr()[hdrVersion:], v) }
+func (en entry) setVlen(n uint32)    { binary.LittleEndian.PutUint32(en.hdr()[hdrVlen:], n) }
+
+// setDeadlineField writes the deadline; callers use shard.setDeadlineLocked.
+func (en entry) setDeadlineField(d int64) {
+	binary.LittleEndian.PutUint64(en.hdr()[hdrDeadline:], uint64(d))
+}
+
+func (en entry) setFlags(f uint32) {
+	binary.LittleEndian.PutUint32(en.hdr()[hdrKlen:], en.klen()|f<<24)
+}
+
+func (en entry) key() []byte {
+	k := en.off + hdrSize
+	return en.s.arena[k : k+en.klen()]
+}
+
+func (en entry) value() []byte {
+	v := en.off + hdrSize + en.klen()
+	return en.s.arena[v : v+en.vlen()]
+}
+
+// recLen is the record's length in the arena.
+func (en entry) recLen() int { return hdrSize + int(en.klen()) + int(en.vlen()) }
+
+func (en entry) size() int64 { return int64(en.klen()) + int64(en.vlen()) + EntryOverhead }

@@ -1,0 +1,270 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/tidekv/tide/internal/table"
+)
+
+// Set stores value under key with no TTL (clearing any TTL the key had) and
+// returns the new version.
+func (e *Engine) Set(key string, value []byte) (version uint64, err error) {
+	version, _, err = e.SetWith(key, value, SetOptions{TTL: NoTTL})
+	return version, err
+}
+
+// SetTTL stores value under key, expiring ttl from now. A ttl ≤ 0 is
+// ErrInvalidTTL.
+func (e *Engine) SetTTL(key string, value []byte, ttl time.Duration) (version uint64, err error) {
+	if ttl <= 0 {
+		return 0, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
+	}
+	version, _, err = e.SetWith(key, value, SetOptions{TTL: ttl})
+	return version, err
+}
+
+// SetWith stores value under key as modified by o. It returns the new
+// version and true, or false if o's condition (Only, IfVersion) did not
+// hold, in which case nothing changed. Errors: ErrKeyTooLarge,
+// ErrInvalidTTL, ErrInvalidOptions, ErrTooLarge, ErrOutOfMemory, ErrClosed;
+// on error nothing changed.
+func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64, ok bool, err error) {
+	if err := e.checkKey(key); err != nil {
+		return 0, false, err
+	}
+	if err := checkWriteTTL(o.TTL, o.KeepTTL && !o.TTLOnCreate); err != nil {
+		return 0, false, err
+	}
+	if o.Only > IfPresent || (o.IfVersion != 0 && o.Only == IfAbsent) {
+		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", ErrInvalidOptions, o.Only, o.IfVersion)
+	}
+	if e.closed.Load() {
+		return 0, false, ErrClosed
+	}
+	s, h := e.shardFor(key)
+	var ev []Removal
+	evp := e.events(&ev)
+	var r room
+	err = e.withRoom(&r, evp, func() error {
+		s.mu.Lock()
+		version, ok, err = s.setLocked(e, key, h, value, o, &r, evp)
+		e.b.endRound(&r, err)
+		s.mu.Unlock()
+		return err
+	})
+	e.deliver(ev)
+	return version, ok, err
+}
+
+// checkWriteTTL applies the rule of "TTL arguments" (package doc) to the
+// TTL of a write; keep reports a write that keeps the key's TTL (KeepTTL
+// without TTLOnCreate), whose TTL must be left 0.
+func checkWriteTTL(ttl time.Duration, keep bool) error {
+	switch {
+	case keep && ttl != 0:
+		return fmt.Errorf("%w: TTL %v with KeepTTL", ErrInvalidOptions, ttl)
+	case keep, ttl > 0, ttl == NoTTL:
+		return nil
+	}
+	return fmt.Errorf("%w: %v (want > 0, or NoTTL for no expiry)", ErrInvalidTTL, ttl)
+}
+
+// setLocked is SetWith under the shard's exclusive lock.
+func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOptions, r *room, ev *[]Removal) (uint64, bool, error) {
+	if s.closed {
+		return 0, false, ErrClosed
+	}
+	now := e.now()
+	slot, found := s.lookupLocked(key, h, now, ev)
+	switch {
+	case o.Only == IfAbsent && found, o.Only == IfPresent && !found:
+		return 0, false, nil
+	case o.IfVersion != 0 && (!found || s.at(slot).version() != o.IfVersion):
+		return 0, false, nil
+	}
+	var deadline int64
+	switch {
+	case found && (o.KeepTTL || o.TTLOnCreate):
+		deadline = s.at(slot).deadline()
+	case o.TTL > 0:
+		d, err := deadlineAfter(now, o.TTL)
+		if err != nil {
+			return 0, false, err
+		}
+		deadline = d
+	}
+	return s.writeLocked(key, h, slot, found, value, deadline, o.Pin, now, r, ev)
+}
+
+// writeLocked stores value under key (at slot if found) with the given
+// deadline, first making r hold the bytes the write adds under the cap. On
+// error nothing changed (but room made may be held in r).
+func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, now int64, r *room, ev *[]Removal) (uint64, bool, error) {
+	newSize := int64(len(key)) + int64(len(value)) + EntryOverhead
+	if err := s.b.checkSize(len(key), len(value)); err != nil {
+		return 0, false, err
+	}
+	var oldSize int64
+	if found {
+		oldSize = s.at(slot).size()
+	}
+	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(key)+len(value)) > maxArena {
+		// The shard's arena (offsets are 32-bit) is full of live data.
+		return 0, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+	}
+	if grow := newSize - oldSize; s.b != nil && grow > 0 && !s.b.has(r, grow) {
+		var excl [1]uint32
+		exclude := excl[:0]
+		if found {
+			exclude = append(exclude, slot)
+		}
+		if err := s.b.reserveLocked(r, grow, now, []roomPart{{s, exclude}}, ev); err != nil {
+			if found {
+				s.syncPolicyLocked(s.at(slot), h, oldSize, false)
+			}
+			return 0, false, err
+		}
+	}
+	v := s.applyWriteLocked(key, h, slot, found, value, deadline, pin, ev)
+	if s.b != nil {
+		r.held -= newSize - oldSize
+	}
+	return v, true, nil
+}
+
+// applyWriteLocked stores value under key (at slot if found) with the
+// given deadline, and returns the new version. The caller has checked the
+// size and holds the room (see budget): the resident bytes grow by the
+// entry's change in size.
+func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, ev *[]Removal) uint64 {
+	var oldSize int64
+	if found {
+		oldSize = s.at(slot).size()
+	}
+	s.version++
+	s.writes++
+	if found {
+		en := s.at(slot)
+		if ev != nil {
+			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: Replaced})
+		}
+		s.replaced++
+		if uint32(len(value)) <= en.vlen() {
+			copy(en.value(), value)
+			s.garbage += int(en.vlen()) - len(value)
+			en.setVlen(uint32(len(value)))
+		} else {
+			// Append a new record; the old one becomes garbage. The
+			// allocation may rebuild the arena, so copy the old header
+			// from wherever it is afterwards.
+			off := s.allocLocked(hdrSize + len(key) + len(value))
+			old := s.at(slot)
+			copy(s.arena[off:off+hdrSize], old.hdr())
+			s.garbage += old.recLen()
+			s.ents[slot] = off + 1
+			en = s.at(slot)
+			en.setVlen(uint32(len(value)))
+			copy(en.key(), key)
+			copy(en.value(), value)
+		}
+		en.setVersion(s.version)
+		if pin {
+			en.setFlags(en.flags() | flagPinned)
+		}
+		s.setDeadlineLocked(en, deadline)
+		s.addBytesLocked(en.size() - oldSize)
+		s.syncPolicyLocked(en, h, oldSize, true)
+		return en.version()
+	}
+	off := s.allocLocked(hdrSize + len(key) + len(value))
+	slot = s.newSlotLocked()
+	s.ents[slot] = off + 1
+	hd := s.arena[off : off+hdrSize]
+	var flags uint32
+	if pin {
+		flags = flagPinned
+	}
+	binary.LittleEndian.PutUint64(hd[hdrVersion:], s.version)
+	binary.LittleEndian.PutUint64(hd[hdrDeadline:], 0)
+	binary.LittleEndian.PutUint32(hd[hdrVlen:], uint32(len(value)))
+	binary.LittleEndian.PutUint32(hd[hdrKlen:], uint32(len(key))|flags<<24)
+	en := s.at(slot)
+	copy(en.key(), key)
+	copy(en.value(), value)
+	s.setDeadlineLocked(en, deadline)
+	s.tab.Insert(table.Tag(h), slot)
+	s.live++
+	s.addBytesLocked(en.size())
+	s.syncPolicyLocked(en, h, 0, true)
+	return en.version()
+}
+
+// CompareAndSwap stores value under key if the key's current version is old,
+// keeping its TTL and pinning, and returns the new version:
+//
+//	if exists(key) && version(key) == old {
+//		value(key), version(key) = value, next()
+//		return version(key), true, nil
+//	}
+//	return 0, false, nil
+//
+// A missing or due key never matches. Errors are those of SetWith.
+func (e *Engine) CompareAndSwap(key string, old uint64, value []byte) (version uint64, swapped bool, err error) {
+	if old == 0 {
+		return 0, false, nil
+	}
+	return e.SetWith(key, value, SetOptions{IfVersion: old, KeepTTL: true})
+}
+
+// Delete removes key and reports whether it existed.
+func (e *Engine) Delete(key string) (deleted bool) {
+	_, deleted = e.remove(key, 0, false)
+	return deleted
+}
+
+// CompareAndDelete removes key if its current version is version:
+//
+//	if exists(key) && version(key) == version {
+//		delete(key)
+//		return true
+//	}
+//	return false
+func (e *Engine) CompareAndDelete(key string, version uint64) (deleted bool) {
+	if version == 0 {
+		return false
+	}
+	_, deleted = e.remove(key, version, false)
+	return deleted
+}
+
+// GetAndDelete removes key and returns the value it had (Redis GETDEL).
+func (e *Engine) GetAndDelete(key string) (value []byte, loaded bool) {
+	return e.remove(key, 0, true)
+}
+
+func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
+	if e.closed.Load() || len(key) > e.maxKey {
+		return nil, false
+	}
+	s, h := e.shardFor(key)
+	var ev []Removal
+	evp := e.events(&ev)
+	var val []byte
+	s.mu.Lock()
+	slot, ok := s.lookupLocked(key, h, e.now(), evp)
+	if ok && version != 0 && s.at(slot).version() != version {
+		ok = false
+	}
+	if ok {
+		if load {
+			val = append([]byte{}, s.at(slot).value()...)
+		}
+		s.removeLocked(slot, h, Deleted, evp)
+		s.maybeShrinkLocked()
+	}
+	s.mu.Unlock()
+	e.deliver(ev)
+	return val, ok
+}
