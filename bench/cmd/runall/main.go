@@ -17,6 +17,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/tidekv/tide/bench"
 )
 
 func main() {
@@ -39,7 +41,7 @@ func main() {
 	}
 	check(os.MkdirAll(res, 0o755))
 	skipped := func(s string) bool {
-		for _, x := range splitComma(*skip) {
+		for _, x := range bench.SplitComma(*skip) {
 			if x == s {
 				return true
 			}
@@ -92,22 +94,4 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, "runall:", err)
 		os.Exit(1)
 	}
-}
-
-func splitComma(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != ',' {
-			i++
-		}
-		if i > 0 {
-			out = append(out, s[:i])
-		}
-		if i == len(s) {
-			break
-		}
-		s = s[i+1:]
-	}
-	return out
 }
