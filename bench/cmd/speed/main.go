@@ -360,13 +360,18 @@ func runParent(o options, args []string, w io.Writer) error {
 	start := time.Now()
 	for i, j := range jobs {
 		t := time.Now()
-		line, err := bench.RunChild(childArgs(o, j))
-		if err != nil {
-			return fmt.Errorf("%s -cpu %d round %d: %w", j.cache, j.cpu, j.round, err)
-		}
 		var c cell
-		if err := json.Unmarshal(line, &c); err != nil {
-			return fmt.Errorf("%s -cpu %d round %d: %w", j.cache, j.cpu, j.round, err)
+		line, err := bench.RunChild(childArgs(o, j))
+		if err == nil {
+			err = json.Unmarshal(line, &c)
+		}
+		if err != nil {
+			// One failed cell is reported and leaves a gap ("–") in the
+			// tables; the rest of a long run still counts.
+			f := fmt.Sprintf("%s -cpu %d round %d: %v", j.cache, j.cpu, j.round+1, err)
+			fmt.Fprintln(os.Stderr, "speed: failed:", f)
+			env.Failed = append(env.Failed, f)
+			continue
 		}
 		cells = append(cells, c)
 		fmt.Fprintf(os.Stderr, "speed: %d/%d %s -cpu %d round %d: %v\n", i+1, len(jobs), j.cache, j.cpu, j.round+1, time.Since(t).Round(time.Millisecond))
@@ -383,10 +388,15 @@ func runParent(o options, args []string, w io.Writer) error {
 		}
 	}
 	if o.out != "" {
-		return bench.WriteJSON(o.out, struct {
+		if err := bench.WriteJSON(o.out, struct {
 			Env   machine `json:"env"`
 			Cells []cell  `json:"cells"`
-		}{env, cells})
+		}{env, cells}); err != nil {
+			return err
+		}
+	}
+	if len(env.Failed) > 0 {
+		return fmt.Errorf("%d of %d cells failed", len(env.Failed), len(jobs))
 	}
 	return nil
 }
@@ -399,6 +409,8 @@ type machine struct {
 	LoadEnd    string `json:"load_end"`
 	Command    string `json:"command"`
 	Elapsed    string `json:"elapsed"`
+	// Failed lists the cells whose child failed (their figures are absent).
+	Failed []string `json:"failed,omitempty"`
 }
 
 // commandLine is the command that reproduces the run, from bench/.

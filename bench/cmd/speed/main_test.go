@@ -178,7 +178,8 @@ func TestRender(t *testing.T) {
 		{Cache: "go-cache", CPU: 1, Keys: 10, Resident: 10, Results: []result{res("AppendGet", 100, 110, 0, 100)}},
 		{Cache: "tide", CPU: 1, Keys: 10, Resident: 9, Results: []result{res("Get", 200, 220, 1, 100), res("AppendGet", 50, 55, 0, 98.5), {Mix: "100-0", Path: "View", NA: true}}},
 	}
-	env := machine{Env: bench.Env{CPUs: 2}, LoadStart: "0.10 0.2 0.3", LoadEnd: "0.5 0.2 0.3", Command: "go run ./cmd/speed -cpu 1,4"}
+	env := machine{Env: bench.Env{CPUs: 2}, LoadStart: "0.10 0.2 0.3", LoadEnd: "0.5 0.2 0.3", Command: "go run ./cmd/speed -cpu 1,4",
+		Failed: []string{"go-cache -cpu 4 round 1: exit status 2"}}
 	md := render(o, env, cells)
 	for _, want := range []string{
 		"`go run ./cmd/speed -cpu 1,4`",
@@ -191,6 +192,7 @@ func TestRender(t *testing.T) {
 		"| 90/10 | – | – | – | – |",
 		"unbounded, tide AppendGet, 100/0, -cpu 1: 98.50% of reads hit",
 		"tide held 9 of 10 keys after the fill",
+		"**failed** (no figures): go-cache -cpu 4 round 1: exit status 2",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -263,5 +265,36 @@ func TestParentRunsChildren(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "| 100/0 | ") {
 		t.Errorf("no table in the report:\n%s", md.String())
+	}
+}
+
+// A child that fails (here: the test binary, not acting as the command,
+// rejects -child) is reported in the report and the JSON, and the run
+// returns an error once every cell has been tried.
+func TestParentReportsFailedChildren(t *testing.T) {
+	t.Setenv(childEnv, "0")
+	out := filepath.Join(t.TempDir(), "speed.json")
+	args := []string{"-groups", "unbounded", "-cpu", "1", "-rounds", "1", "-keys", "10", "-benchtime", "1x", "-out", out}
+	o, err := parseArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	if err := runParent(o, args, &md); err == nil || !strings.Contains(err.Error(), "2 of 2 cells failed") {
+		t.Fatalf("runParent with failing children: %v, want 2 of 2 cells failed", err)
+	}
+	if !strings.Contains(md.String(), "**failed** (no figures): go-cache -cpu 1 round 1") ||
+		!strings.Contains(md.String(), "**failed** (no figures): tide -cpu 1 round 1") {
+		t.Errorf("report does not list the failed cells:\n%s", md.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Env machine `json:"env"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || len(got.Env.Failed) != 2 {
+		t.Errorf("JSON env.failed = %v (%v), want both cells", got.Env.Failed, err)
 	}
 }

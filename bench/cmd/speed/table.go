@@ -108,6 +108,9 @@ func render(o options, env machine, cells []cell) string {
 		pf("- **Caveat**: the machine was loaded (load average above its %d cores): wall times carry the other tenants' load; CPU times much less so.\n", env.CPUs)
 	}
 	var notes []string
+	for _, f := range env.Failed {
+		notes = append(notes, "**failed** (no figures): "+f)
+	}
 	for _, g := range o.groups {
 		pf("\n### %s\n", g.title)
 		for _, cpu := range o.cpus {
