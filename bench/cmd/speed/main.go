@@ -19,7 +19,7 @@
 // over the timed loop, GC included) and allocs/op, with throughput ratios
 // against otter (bounded) and go-cache (unbounded).
 //
-//	go run ./cmd/speed                         # -cpu 1,2, 3 rounds: ~10 minutes on 2 cores
+//	go run ./cmd/speed                         # -cpu 1,2, 3 rounds: ~7 minutes on 2 loaded cores
 //	go run ./cmd/speed -cpu 1,2,4,8 -rounds 5 -out results/speed.json -md results/speed.md
 //	go run ./cmd/speed -quick                  # CI smoke: toy sizes, one round, seconds
 //
