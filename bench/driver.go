@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,35 +27,73 @@ import (
 func ForEachPeer(peers []string, args []string) []json.RawMessage {
 	var out []json.RawMessage
 	for _, p := range peers {
-		cmd := exec.Command(os.Args[0], append(append([]string{}, args...), "-peer", p)...)
-		cmd.Stderr = os.Stderr
-		var buf bytes.Buffer
-		cmd.Stdout = &buf
 		start := time.Now()
-		if err := cmd.Run(); err != nil {
+		line, err := RunChild(append(append([]string{}, args...), "-peer", p))
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", p, err)
 			continue
 		}
-		var last []byte
-		sc := bufio.NewScanner(&buf)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			if l := bytes.TrimSpace(sc.Bytes()); len(l) > 0 && l[0] == '{' {
-				last = append([]byte(nil), l...)
-			}
-		}
 		fmt.Fprintf(os.Stderr, "%-15s done in %v\n", p, time.Since(start).Round(time.Millisecond))
-		if last != nil {
-			out = append(out, last)
+		out = append(out, line)
+	}
+	return out
+}
+
+// RunChild re-executes the running binary with args (its stderr goes to
+// ours) and returns the last line of its stdout that is a JSON object.
+func RunChild(args []string) (json.RawMessage, error) {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Stderr = os.Stderr
+	var buf bytes.Buffer
+	cmd.Stdout = &buf
+	if err := cmd.Run(); err != nil {
+		return nil, err
+	}
+	return LastJSONLine(buf.Bytes())
+}
+
+// ErrNoResult: a child printed no JSON line.
+var ErrNoResult = errors.New("bench: child printed no JSON result line")
+
+// LastJSONLine returns the last line of out that starts with '{' (after
+// trimming space), or ErrNoResult.
+func LastJSONLine(out []byte) (json.RawMessage, error) {
+	var last []byte
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		if l := bytes.TrimSpace(sc.Bytes()); len(l) > 0 && l[0] == '{' {
+			last = append([]byte(nil), l...)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if last == nil {
+		return nil, ErrNoResult
+	}
+	return last, nil
+}
+
+// SplitComma splits a comma-separated list, dropping empty items.
+func SplitComma(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
 		}
 	}
 	return out
 }
 
-// ParsePeers expands "all" or a comma-separated list.
+// ParsePeers expands "all" (Peers), "capped" (CappedPeers) or a
+// comma-separated list of names from either.
 func ParsePeers(s string) ([]string, error) {
-	if s == "all" {
+	switch s {
+	case "all":
 		return PeerNames(), nil
+	case "capped":
+		return CappedNames(), nil
 	}
 	var ps []string
 	for _, p := range strings.Split(s, ",") {
@@ -107,6 +146,20 @@ func Environment() Env {
 		e.Module = bi.Main.Path
 	}
 	return e
+}
+
+// LoadAvg returns the 1, 5 and 15 minute load averages of the machine as
+// /proc/loadavg gives them ("5.74 4.33 2.27"), or "unknown".
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // HeapAlloc collects garbage twice and returns the live heap in bytes.

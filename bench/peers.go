@@ -100,6 +100,28 @@ type Options struct {
 	// NoBackground turns off background expiry where it is a setting
 	// (tide, go-cache, ttlcache), for timing an explicit pass (ExpireNow).
 	NoBackground bool
+	// Headroom is the capacity of bounded peers (tide-lru, otter,
+	// ristretto, theine and the capped configurations) as a multiple of
+	// what Entries entries cost them; 0 means DefaultHeadroom.
+	Headroom float64
+}
+
+// DefaultHeadroom: bounded peers are sized at twice the data, so that no
+// workload evicts.
+const DefaultHeadroom = 2.0
+
+// CappedHeadroom is the bound of the capped configurations: 1.5× the key
+// space, the configuration of a user who sets a cap.
+const CappedHeadroom = 1.5
+
+// capacity returns the capacity of a bounded peer whose Entries entries
+// cost per each.
+func (o Options) capacity(per int64) int64 {
+	h := o.Headroom
+	if h == 0 {
+		h = DefaultHeadroom
+	}
+	return int64(h * float64(int64(o.Entries)*per))
 }
 
 func (o Options) payload() int64 { return int64(o.KeyLen + o.ValueLen) }
@@ -121,8 +143,8 @@ type Peer struct {
 
 // Peers lists every peer, tide first.
 var Peers = []Peer{
-	{"tide", "this repo", Caps{TTL: PerEntryTTL, CopiesValues: true, Note: "MaxBytes 0: unbounded, no eviction (like go-cache)"}, newTide(false)},
-	{"tide-lru", "this repo", Caps{TTL: PerEntryTTL, CopiesValues: true, ByteBounded: true, Bounded: true, Note: "MaxBytes 2x the data, allkeys-lru policy"}, newTide(true)},
+	{"tide", "this repo", Caps{TTL: PerEntryTTL, CopiesValues: true, Note: "MaxBytes 0: unbounded, no eviction (like go-cache)"}, newTide(evict.NoEviction)},
+	{"tide-lru", "this repo", Caps{TTL: PerEntryTTL, CopiesValues: true, ByteBounded: true, Bounded: true, Note: "MaxBytes 2x the data, allkeys-lru policy"}, newTide(evict.AllKeysLRU)},
 	{"otter", "v2.4.0", Caps{TTL: PerEntryTTL, ByteBounded: true, Bounded: true, Note: "per-entry TTL via ExpiryWritingFunc on a {value, ttl} pair"}, newOtter},
 	{"ristretto", "v2.4.2", Caps{TTL: PerEntryTTL, ByteBounded: true, Bounded: true, AsyncSets: true, Note: "sets are buffered and may be dropped; IgnoreInternalCost"}, newRistretto},
 	{"theine", "v0.6.3", Caps{TTL: PerEntryTTL, ByteBounded: true, Bounded: true}, newTheine},
@@ -134,25 +156,57 @@ var Peers = []Peer{
 	{"golang-lru-exp", "v2.0.7 (expirable)", Caps{TTL: GlobalTTL, Bounded: true, Note: "expirable.LRU: one TTL for all entries"}, newExpirable},
 }
 
-// PeerNames returns the names of all peers.
-func PeerNames() []string {
-	names := make([]string, len(Peers))
-	for i, p := range Peers {
-		names[i] = p.Name
-	}
-	return names
+// RecommendedPolicy is the eviction policy the bench runs tide with where
+// a user would set a cap: the general-purpose choice of evict.Specs.
+var RecommendedPolicy = evict.TinyLFU
+
+// CappedPeers are the configurations of a user who sets a cap: bounded at
+// CappedHeadroom times the key space, no TTLs (cmd/speed, cmd/memory).
+// They are not in Peers, so the "all" sweeps leave them out; Lookup and
+// ParsePeers("capped") find them.
+var CappedPeers = []Peer{
+	{"tide-capped", "this repo", Caps{TTL: PerEntryTTL, CopiesValues: true, ByteBounded: true, Bounded: true, Note: "MaxBytes 1.5x entries × (key + value + EntryOverhead), RecommendedPolicy"}, withHeadroom(CappedHeadroom, newTide(RecommendedPolicy))},
+	{"otter-capped", "v2.4.0", Caps{TTL: NoTTL, Bounded: true, Note: "MaximumSize 1.5x entries, no Weigher, no expiry calculator"}, newOtterSized},
+	{"ristretto-capped", "v2.4.2", Caps{TTL: PerEntryTTL, ByteBounded: true, Bounded: true, AsyncSets: true, Note: "MaxCost 1.5x the data (cost key + value); sets are buffered and may be dropped"}, withHeadroom(CappedHeadroom, newRistretto)},
+	{"theine-capped", "v0.6.3", Caps{TTL: PerEntryTTL, ByteBounded: true, Bounded: true, Note: "max size 1.5x the data (cost key + value)"}, withHeadroom(CappedHeadroom, newTheine)},
+	// tide-exact is the exact-capacity check: a cap of exactly Entries
+	// entries' worth must hold all of them.
+	{"tide-exact", "this repo", Caps{TTL: PerEntryTTL, CopiesValues: true, ByteBounded: true, Bounded: true, Note: "MaxBytes exactly entries × (key + value + EntryOverhead), RecommendedPolicy"}, withHeadroom(1, newTide(RecommendedPolicy))},
 }
 
-// Lookup returns the peer named name.
+func withHeadroom(h float64, build func(Options) Cache) func(Options) Cache {
+	return func(o Options) Cache {
+		o.Headroom = h
+		return build(o)
+	}
+}
+
+func names(ps []Peer) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// PeerNames returns the names of all peers (not the capped ones).
+func PeerNames() []string { return names(Peers) }
+
+// CappedNames returns the names of the capped configurations.
+func CappedNames() []string { return names(CappedPeers) }
+
+// Lookup returns the peer named name, from Peers or CappedPeers.
 func Lookup(name string) (Peer, error) {
-	for _, p := range Peers {
-		if p.Name == name {
-			return p, nil
+	for _, ps := range [][]Peer{Peers, CappedPeers} {
+		for _, p := range ps {
+			if p.Name == name {
+				return p, nil
+			}
 		}
 	}
-	names := PeerNames()
-	sort.Strings(names)
-	return Peer{}, fmt.Errorf("unknown peer %q (have %v)", name, names)
+	all := append(PeerNames(), CappedNames()...)
+	sort.Strings(all)
+	return Peer{}, fmt.Errorf("unknown peer %q (have %v)", name, all)
 }
 
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
@@ -161,15 +215,17 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 
 type tideCache struct{ e *engine.Engine }
 
-func newTide(bounded bool) func(o Options) Cache {
+// newTide builds tide unbounded if policy is evict.NoEviction, otherwise
+// capped at the headroom of o with policy.
+func newTide(policy evict.Spec) func(o Options) Cache {
 	return func(o Options) Cache {
 		cfg := engine.Config{}
 		if o.NoBackground {
 			cfg.ExpiryInterval = -1
 		}
-		if bounded {
-			cfg.MaxBytes = 2 * int64(o.Entries) * (o.payload() + engine.EntryOverhead)
-			cfg.Policy = evict.AllKeysLRU
+		if policy.New != nil {
+			cfg.MaxBytes = o.capacity(o.payload() + engine.EntryOverhead)
+			cfg.Policy = policy
 		}
 		e, err := engine.New(cfg)
 		if err != nil {
@@ -180,6 +236,12 @@ func newTide(bounded bool) func(o Options) Cache {
 }
 
 func (c tideCache) Get(dst []byte, key string) ([]byte, bool) { return c.e.AppendGet(dst, key) }
+
+// GetCopy is tide's plain Get (a fresh copy per read), for ReadCopy.
+func (c tideCache) GetCopy(key string) ([]byte, bool) { return c.e.Get(key) }
+
+// tideCache gets View (ReadView) when the engine has a zero-copy read:
+// func (c tideCache) View(key string, fn func([]byte)) bool.
 func (c tideCache) Set(key string, v []byte) {
 	if _, err := c.e.Set(key, v); err != nil {
 		panic(err)
@@ -215,7 +277,7 @@ type otterCache struct {
 
 func newOtter(o Options) Cache {
 	return otterCache{otter.Must(&otter.Options[string, otterVal]{
-		MaximumWeight:   2 * uint64(o.Entries) * uint64(o.payload()),
+		MaximumWeight:   uint64(o.capacity(o.payload())),
 		Weigher:         func(k string, v otterVal) uint32 { return uint32(len(k) + len(v.v)) },
 		InitialCapacity: o.Entries,
 		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, otterVal]) time.Duration {
@@ -239,6 +301,26 @@ func (c otterCache) Len() int { return c.c.EstimatedSize() }
 func (c otterCache) Flush()   { c.c.CleanUp() }
 func (c otterCache) Close()   { c.c.StopAllGoroutines() }
 
+// otterSized is otter as the users configure it for a cap:
+// MaximumSize in entries, values stored as is, no expiry calculator.
+type otterSized struct{ c *otter.Cache[string, []byte] }
+
+func newOtterSized(o Options) Cache {
+	return otterSized{otter.Must(&otter.Options[string, []byte]{
+		MaximumSize:     int(o.capacity(1)),
+		InitialCapacity: o.Entries,
+	})}
+}
+
+func (c otterSized) Get(dst []byte, key string) ([]byte, bool) { return c.c.GetIfPresent(key) }
+func (c otterSized) Set(key string, v []byte)                  { c.c.Set(key, v) }
+
+// SetTTL ignores ttl: this configuration has no expiry (Caps.TTL NoTTL).
+func (c otterSized) SetTTL(key string, v []byte, _ time.Duration) { c.c.Set(key, v) }
+func (c otterSized) Len() int                                     { return c.c.EstimatedSize() }
+func (c otterSized) Flush()                                       { c.c.CleanUp() }
+func (c otterSized) Close()                                       { c.c.StopAllGoroutines() }
+
 // ---- ristretto ----
 
 type ristrettoCache struct {
@@ -248,7 +330,7 @@ type ristrettoCache struct {
 func newRistretto(o Options) Cache {
 	c, err := ristretto.NewCache(&ristretto.Config[string, []byte]{
 		NumCounters:        10 * int64(o.Entries),
-		MaxCost:            2 * int64(o.Entries) * o.payload(),
+		MaxCost:            o.capacity(o.payload()),
 		BufferItems:        64,
 		IgnoreInternalCost: true,
 	})
@@ -274,7 +356,7 @@ func (c ristrettoCache) Close()   { c.c.Close() }
 type theineCache struct{ c *theine.Cache[string, []byte] }
 
 func newTheine(o Options) Cache {
-	c, err := theine.NewBuilder[string, []byte](2 * int64(o.Entries) * o.payload()).Build()
+	c, err := theine.NewBuilder[string, []byte](o.capacity(o.payload())).Build()
 	if err != nil {
 		panic(err)
 	}

@@ -3,8 +3,16 @@
 // values, after runtime.GC) and, with -gc N, the wall time of N forced
 // runtime.GC() calls with those entries resident.
 //
+// -peer takes names from bench.Peers and bench.CappedPeers, "all" (the
+// former) or "capped" (the latter). The capped configurations are what a
+// user with a cap runs: tide-capped (MaxBytes 1.5× the key space,
+// bench.RecommendedPolicy), otter-capped (MaximumSize). tide-exact is the
+// exact-capacity check: MaxBytes = n × (16 + 64 + engine.EntryOverhead)
+// and n distinct entries inserted; the target is that all n stay resident.
+//
 //	go run ./cmd/memory -peer all -n 1000000 -out results/memory.json
 //	go run ./cmd/memory -peer all -n 5000000 -gc 5 -out results/gc.json
+//	go run ./cmd/memory -peer tide,tide-capped,tide-exact,otter,otter-capped,freecache -out results/memory-capped.json
 package main
 
 import (
@@ -14,6 +22,7 @@ import (
 	"os"
 
 	"github.com/tidekv/tide/bench"
+	"github.com/tidekv/tide/engine"
 )
 
 func main() {
@@ -46,6 +55,12 @@ func main() {
 	for _, r := range rs {
 		fmt.Printf("| %s | %d | %d | %.1f | %.1f | %.1f | %.2f | %.2f |\n", r.Peer, r.Entries, r.Resident,
 			float64(r.HeapBytes)/(1<<20), r.PerEntry, r.Overhead, r.FillSecs, r.GCMedianMs)
+	}
+	for _, r := range rs {
+		if r.Peer == "tide-exact" {
+			fmt.Printf("\nexact-capacity check (MaxBytes = %d × (%d + %d + engine.EntryOverhead %d), %s): %d of %d entries stay resident (target: all)\n",
+				r.Entries, bench.KeyLen, bench.ValueLen, engine.EntryOverhead, bench.RecommendedPolicy.Name, r.Resident, r.Entries)
+		}
 	}
 	if *out != "" {
 		if err := bench.WriteJSON(*out, struct {

@@ -1,7 +1,9 @@
 // Command runall regenerates every result of bench/README.md in one go:
 // the throughput and miss benchmarks, memory overhead, GC cost, expiry
 // reclamation and expiry cost (each heap measurement one process per
-// peer), then the tables and charts.
+// peer), then the tables and charts; and the capped configurations: the
+// speed comparison (cmd/speed, results/speed.md) and their memory
+// overhead with the exact-capacity check (results/memory-capped.json).
 //
 //	go run ./cmd/runall            # full run, 35-75 minutes; writes results/, charts/, README.md
 //	go run ./cmd/runall -quick     # CI smoke: every workload at toy sizes, under 2 minutes; writes to a temp dir
@@ -17,6 +19,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/tidekv/tide/bench"
 )
 
 func main() {
@@ -24,7 +28,7 @@ func main() {
 	rounds := flag.Int("rounds", 2, "interleaved throughput repetitions")
 	benchtime := flag.String("benchtime", "400ms", "go test -benchtime per throughput benchmark")
 	cpu := flag.String("cpu", "1,2", "go test -cpu list")
-	skip := flag.String("skip", "", "comma-separated steps to skip: throughput,memory,gc,expiry,cost,report")
+	skip := flag.String("skip", "", "comma-separated steps to skip: throughput,memory,gc,expiry,cost,capped,speed,report")
 	flag.Parse()
 
 	res, charts, readme := "results", "charts", "README.md"
@@ -39,7 +43,7 @@ func main() {
 	}
 	check(os.MkdirAll(res, 0o755))
 	skipped := func(s string) bool {
-		for _, x := range splitComma(*skip) {
+		for _, x := range bench.SplitComma(*skip) {
 			if x == s {
 				return true
 			}
@@ -70,6 +74,16 @@ func main() {
 	if !skipped("cost") {
 		run(os.Stdout, "go", "run", "./cmd/expiry", "-peer", "all", "-cost", "-resident", costRes, "-reps", costReps, "-settle", settle, "-out", filepath.Join(res, "expirecost.json"))
 	}
+	if !skipped("capped") {
+		run(os.Stdout, "go", "run", "./cmd/memory", "-peer", "tide,tide-capped,tide-exact,otter,otter-capped,freecache", "-n", memN, "-out", filepath.Join(res, "memory-capped.json"))
+	}
+	if !skipped("speed") {
+		args := []string{"run", "./cmd/speed", "-cpu", *cpu, "-rounds", fmt.Sprint(*rounds), "-out", filepath.Join(res, "speed.json"), "-md", filepath.Join(res, "speed.md")}
+		if *quick {
+			args = append(args, "-quick")
+		}
+		run(os.Stdout, "go", args...)
+	}
 	if !skipped("report") {
 		args := []string{"run", "./cmd/report", "-results", res, "-charts", charts, "-out", filepath.Join(res, "REPORT.md")}
 		if readme != "" {
@@ -92,22 +106,4 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, "runall:", err)
 		os.Exit(1)
 	}
-}
-
-func splitComma(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != ',' {
-			i++
-		}
-		if i > 0 {
-			out = append(out, s[:i])
-		}
-		if i == len(s) {
-			break
-		}
-		s = s[i+1:]
-	}
-	return out
 }
