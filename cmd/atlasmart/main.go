@@ -164,25 +164,32 @@ func flags(ctx context.Context, w *world) error {
 		return err
 	}
 	defer fs.Close()
-	f, err := fs.Create(ctx, "one-click-checkout", featureflag.State{Enabled: true, Rollout: 1000}, "ana", "launch to 10%")
+	w.say("rollout is in percent of customers (stored as basis points: 10%% = 1000 of 10,000 buckets)")
+	ten, err := featureflag.Percent(10)
 	if err != nil {
 		return err
 	}
-	w.say("ana creates one-click-checkout at 10%% (revision %d)", f.Revision)
+	w.say("ana creates one-click-checkout at 10%%")
+	f, err := fs.Create(ctx, "one-click-checkout", featureflag.State{Enabled: true, Rollout: ten}, "ana", "launch to 10%")
+	if err != nil {
+		return err
+	}
+	w.say("  created: revision %d", f.Revision)
 	stop, _ := fs.Watch("one-click-checkout", func(f featureflag.Flag) {
-		w.say("  watcher: revision %d now (rollout %d bp, killed %v)", f.Revision, f.Rollout, f.Killed)
+		w.say("  watcher: revision %d now (rollout %g%%, killed %v)", f.Revision, f.RolloutPercent(), f.Killed)
 	})
 	defer stop()
 
 	anaRead, _, _ := fs.Get(ctx, "one-click-checkout")
 	boRead, _, _ := fs.Get(ctx, "one-click-checkout")
 	w.clk.Advance(time.Minute)
+	w.say("ana raises it to 50%% from revision %d", anaRead.Revision)
 	if _, err := fs.Update(ctx, anaRead, featureflag.State{Enabled: true, Rollout: 5000}, "ana", "metrics green, 50%"); err != nil {
 		return err
 	}
-	w.say("ana raises it to 50%% from revision %d", anaRead.Revision)
+	w.say("bo, still looking at revision %d, writes 20%%", boRead.Revision)
 	_, err = fs.Update(ctx, boRead, featureflag.State{Enabled: true, Rollout: 2000}, "bo", "20% please")
-	w.say("bo, still looking at revision %d, writes 20%%: %v", boRead.Revision, err)
+	w.say("  refused: %v", err)
 
 	users := 0
 	for i := range 1000 {
@@ -190,12 +197,14 @@ func flags(ctx context.Context, w *world) error {
 			users++
 		}
 	}
-	w.say("%d of 1000 customers see it (buckets of xxhash(flag, salt, unit) mod 10000)", users)
+	w.say("%d of 1000 customers see it at 50%% (each customer's bucket is xxhash(flag, salt, customer) mod 10,000)", users)
 	w.clk.Advance(time.Minute)
+	w.say("on-call throws the kill switch")
 	if _, err := fs.Kill(ctx, "one-click-checkout", "oncall", "checkout errors at 4%"); err != nil {
 		return err
 	}
-	w.say("on-call throws the kill switch: on for customer-1 = %v", fs.Enabled(ctx, "one-click-checkout", "customer-1"))
+	w.say("  on for customer-1 = %v", fs.Enabled(ctx, "one-click-checkout", "customer-1"))
+	w.say("ana rolls back to revision 1")
 	if _, err := fs.Rollback(ctx, "one-click-checkout", 1, "ana", ""); err != nil {
 		return err
 	}
@@ -205,7 +214,7 @@ func flags(ctx context.Context, w *world) error {
 	}
 	w.say("audit trail (written in the same atomic step as each change):")
 	for _, h := range hist {
-		w.say("  rev %d  %s  by %-6s %-28q rollout %5d bp  killed %v", h.Revision, h.Time.UTC().Format("15:04"), h.Actor, h.Reason, h.After.Rollout, h.After.Killed)
+		w.say("  rev %d  %s  by %-6s %-28q rollout %3g%%  killed %v", h.Revision, h.Time.UTC().Format("15:04"), h.Actor, h.Reason, h.After.RolloutPercent(), h.After.Killed)
 	}
 	return nil
 }

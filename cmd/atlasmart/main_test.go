@@ -17,7 +17,7 @@ func TestDemo(t *testing.T) {
 		"ivy comes back after 16 idle minutes: session valid = false",
 		"the sliding idle timer never ran out, but the absolute 1h cap did",
 		"rita's laptop: valid = false; phone: valid = false",
-		"writes 20%: tide: flag changed concurrently",
+		"refused: tide: flag changed concurrently",
 		"rev 3  10:18  by oncall",
 		"429(retry 1s)",
 		`→ 201 {"charge":"ch_1","amount":4999} (replayed)`,
@@ -35,6 +35,18 @@ func TestDemo(t *testing.T) {
 		"while the first is charging → 409, Retry-After: 1s (not run)",
 		`retries after Retry-After → 201 {"charge":"ch_1","amount":1250} (replayed)`,
 		"card charged 1 time(s)",
+	}
+	// Each action is told before its effects: the watcher reports a
+	// revision only after the write that made it was announced.
+	for _, order := range [][2]string{
+		{"ana raises it to 50%", "watcher: revision 2 now (rollout 50%"},
+		{"on-call throws the kill switch", "watcher: revision 3 now"},
+		{"ana rolls back to revision 1", "watcher: revision 4 now (rollout 10%"},
+	} {
+		a, b := strings.Index(buf.String(), order[0]), strings.Index(buf.String(), order[1])
+		if a < 0 || b < 0 || a > b {
+			t.Errorf("demo output: %q at %d, %q at %d; want the action before its effect", order[0], a, order[1], b)
+		}
 	}
 	for _, w := range want {
 		if !strings.Contains(buf.String(), w) {
