@@ -129,15 +129,26 @@ func TestGroupPanicAndCancel(t *testing.T) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("panicking load: got %v, want *PanicError", err)
 	}
-	block := make(chan struct{})
-	go g.Do(context.Background(), "slow", func(context.Context) (cache.Result, error) { <-block; return cache.Result{}, nil })
-	time.Sleep(10 * time.Millisecond)
+	// A waiter whose context ends stops waiting for a flight in progress.
+	// The flight is registered before its function runs, so once started
+	// is closed the second caller joins it (it has no function of its own).
+	started, block, flown := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(flown)
+		g.Do(context.Background(), "slow", func(context.Context) (cache.Result, error) {
+			close(started)
+			<-block
+			return cache.Result{}, nil
+		})
+	}()
+	<-started
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := g.Do(ctx, "slow", nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled waiter: got %v, want context.Canceled", err)
+	if _, shared, err := g.DoShared(ctx, "slow", nil); !errors.Is(err, context.Canceled) || !shared {
+		t.Fatalf("cancelled waiter: got (shared %v, %v), want (true, context.Canceled)", shared, err)
 	}
 	close(block)
+	<-flown
 }
 
 func TestStoreFailureIsLoggedWithKeyAndCause(t *testing.T) {
