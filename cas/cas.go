@@ -13,6 +13,7 @@ package cas
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tidekv/tide/engine"
@@ -22,18 +23,22 @@ import (
 // Options.Attempts is 0.
 const DefaultAttempts = 64
 
-// Options modify Update and Transact. The zero value means DefaultAttempts,
-// and for Update: keep the key's TTL, create without TTL.
+// Options modify Update and Transact. Transact uses only Attempts (its
+// writes say their own TTLs), so its zero Options is valid. Update needs a
+// TTL said on purpose: its zero Options is engine.ErrInvalidTTL (see TTL).
 type Options struct {
 	// Attempts bounds the number of tries; after that the call fails with
-	// ErrConflict.
+	// ErrConflict. 0 means DefaultAttempts.
 	Attempts int
-	// TTL, if positive, is the TTL of a key that Update creates, and, with
-	// ResetTTL, of a key it overwrites; engine.NoTTL means none. Left 0
-	// without ResetTTL (the zero Options), a created key has none. With
-	// ResetTTL it must be positive or engine.NoTTL: a computed TTL of 0 is
-	// engine.ErrInvalidTTL, never "forever". Other negatives are
-	// engine.ErrInvalidTTL.
+	// TTL is, for Update, the TTL of a key it creates and, with ResetTTL,
+	// of every key it writes; without ResetTTL an existing key keeps its
+	// TTL. It must be positive, or engine.NoTTL for none, whatever the
+	// key's state: 0 (the zero Options, or a TTL computed from a deadline
+	// that has just passed) and other negatives are engine.ErrInvalidTTL,
+	// reported before fn runs, with nothing written. So a TTL computed as
+	// 0 fails on the first call, never making a key that lives forever,
+	// and not only on the day the key happens to be missing. Transact
+	// ignores it.
 	TTL time.Duration
 	// ResetTTL makes Update set TTL on every write instead of keeping the
 	// key's remaining TTL.
@@ -64,13 +69,15 @@ type Result struct {
 //	return ErrConflict
 //
 // fn may run several times and must not have side effects; old is a copy it
-// may keep. A missing key is created (only if still missing). An error
+// may keep. A missing key is created (only if still missing) with o.TTL;
+// an existing one keeps its TTL unless o.ResetTTL. An o.TTL that is not
+// positive nor engine.NoTTL is engine.ErrInvalidTTL before fn runs. An error
 // from fn, such as ErrAbort, stops Update without writing and is returned.
 // Engine errors (ErrTooLarge, ErrOutOfMemory, …) are returned as is.
 func Update(e *engine.Engine, key string, fn func(old []byte, exists bool) ([]byte, error), o Options) (Result, error) {
 	ttl := o.TTL
-	if ttl == 0 && !o.ResetTTL {
-		ttl = engine.NoTTL // the zero Options: create without TTL
+	if ttl <= 0 && ttl != engine.NoTTL {
+		return Result{}, fmt.Errorf("%w: cas.Options.TTL %v (want > 0, or engine.NoTTL for no expiry)", engine.ErrInvalidTTL, ttl)
 	}
 	for range o.attempts() {
 		it, exists := e.GetItem(key)

@@ -42,7 +42,7 @@ func TestUpdateConcurrentLosesNothing(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				if _, err := cas.Update(e, "n", incr, cas.Options{Attempts: 1 << 20}); err != nil {
+				if _, err := cas.Update(e, "n", incr, cas.Options{Attempts: 1 << 20, TTL: engine.NoTTL}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -55,16 +55,60 @@ func TestUpdateConcurrentLosesNothing(t *testing.T) {
 	}
 }
 
+// TestUpdateTTLIsSaidOnPurpose: Update's TTL must be positive or
+// engine.NoTTL whatever the key's state, checked before fn runs: a TTL of
+// 0 (the zero Options, or one computed from a deadline that has passed) is
+// ErrInvalidTTL with nothing written, never a key that lives forever, and
+// it fails on the first call, not only when the key happens to be missing.
+func TestUpdateTTLIsSaidOnPurpose(t *testing.T) {
+	e, _ := newEngine(t)
+	e.SetTTL("present", []byte("1"), time.Minute)
+	for _, o := range []cas.Options{{}, {TTL: -2}, {TTL: -time.Second}, {ResetTTL: true}, {TTL: -5, ResetTTL: true}} {
+		for _, key := range []string{"missing", "present"} {
+			called := false
+			_, err := cas.Update(e, key, func(old []byte, exists bool) ([]byte, error) {
+				called = true
+				return incr(old, exists)
+			}, o)
+			if !errors.Is(err, engine.ErrInvalidTTL) || called {
+				t.Errorf("%+v on %s key: got (%v, fn called %v), want ErrInvalidTTL before fn", o, key, err, called)
+			}
+		}
+	}
+	if _, ok := e.Get("missing"); ok {
+		t.Error("a refused Update created the key")
+	}
+	if it, _ := e.GetItem("present"); string(it.Value) != "1" || it.TTL != time.Minute {
+		t.Errorf("a refused Update changed the key: got (%q, ttl %v), want (\"1\", 1m)", it.Value, it.TTL)
+	}
+	for _, c := range []struct {
+		o    cas.Options
+		want time.Duration
+	}{
+		{cas.Options{TTL: engine.NoTTL}, engine.NoTTL},
+		{cas.Options{TTL: time.Nanosecond}, time.Nanosecond},
+		{cas.Options{TTL: time.Hour}, time.Hour},
+	} {
+		e.Delete("k")
+		if _, err := cas.Update(e, "k", incr, c.o); err != nil {
+			t.Fatalf("%+v: %v", c.o, err)
+		}
+		if ttl, _ := e.TTL("k"); ttl != c.want {
+			t.Errorf("%+v: created with TTL %v, want %v", c.o, ttl, c.want)
+		}
+	}
+}
+
 func TestUpdateKeepsTTLAndAborts(t *testing.T) {
 	e, _ := newEngine(t)
 	e.SetTTL("k", []byte("1"), time.Minute)
-	if _, err := cas.Update(e, "k", incr, cas.Options{}); err != nil {
+	if _, err := cas.Update(e, "k", incr, cas.Options{TTL: engine.NoTTL}); err != nil {
 		t.Fatal(err)
 	}
 	if ttl, _ := e.TTL("k"); ttl != time.Minute {
 		t.Fatalf("TTL after Update: got %v want 1m", ttl)
 	}
-	_, err := cas.Update(e, "k", func([]byte, bool) ([]byte, error) { return nil, cas.ErrAbort }, cas.Options{})
+	_, err := cas.Update(e, "k", func([]byte, bool) ([]byte, error) { return nil, cas.ErrAbort }, cas.Options{TTL: engine.NoTTL})
 	if !errors.Is(err, cas.ErrAbort) {
 		t.Fatalf("got %v want ErrAbort", err)
 	}
@@ -81,7 +125,7 @@ func TestUpdateConflictBounded(t *testing.T) {
 		calls++
 		e.Set("k", []byte("interfering")) // always change it under the update
 		return []byte("mine"), nil
-	}, cas.Options{Attempts: 3})
+	}, cas.Options{Attempts: 3, TTL: engine.NoTTL})
 	if !errors.Is(err, cas.ErrConflict) || calls != 3 {
 		t.Fatalf("got %v after %d calls, want ErrConflict after 3", err, calls)
 	}
@@ -179,7 +223,7 @@ func ExampleUpdate() {
 	res, err := cas.Update(e, "visits", func(old []byte, _ bool) ([]byte, error) {
 		n, _ := strconv.Atoi(string(old))
 		return []byte(strconv.Itoa(n + 1)), nil
-	}, cas.Options{})
+	}, cas.Options{TTL: engine.NoTTL})
 	fmt.Println(string(res.Value), err)
 	// Output: 42 <nil>
 }

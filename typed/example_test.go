@@ -22,11 +22,12 @@ func Example() {
 
 	carts.SetTTL("ada", Cart{Items: []string{"tea"}}, 30*time.Minute)
 
-	// Read-modify-write with retry; the TTL is kept.
+	// Read-modify-write with retry; an existing cart keeps its TTL (a new
+	// one would be created without: NoTTL, said on purpose).
 	c, _, err := carts.Update("ada", func(old Cart, exists bool) (Cart, error) {
 		old.Items = append(old.Items, "scones")
 		return old, nil
-	}, cas.Options{})
+	}, cas.Options{TTL: engine.NoTTL})
 	fmt.Println(c.Items, err)
 
 	it, ok, _ := carts.GetItem("ada")

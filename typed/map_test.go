@@ -179,7 +179,7 @@ func TestDecodeErrorKeepsValue(t *testing.T) {
 	check("GetItem", ok, err)
 	_, ok, err = pts.GetAndDelete("bad")
 	check("GetAndDelete", ok, err)
-	_, _, err = pts.Update("bad", func(old point, _ bool) (point, error) { return old, nil }, cas.Options{})
+	_, _, err = pts.Update("bad", func(old point, _ bool) (point, error) { return old, nil }, cas.Options{TTL: engine.NoTTL})
 	check("Update", true, err)
 	_, ok, err = users.Get("badjson")
 	check("Get JSON", ok, err)
@@ -214,7 +214,7 @@ func TestEncodeErrorWritesNothing(t *testing.T) {
 		{"SetWith", func() error { _, _, err := m.SetWith("k", -1, engine.SetOptions{TTL: engine.NoTTL}); return err }},
 		{"CompareAndSwap", func() error { _, _, err := m.CompareAndSwap("k", v1, -1); return err }},
 		{"Update", func() error {
-			_, _, err := m.Update("k", func(int, bool) (int, error) { return -1, nil }, cas.Options{})
+			_, _, err := m.Update("k", func(int, bool) (int, error) { return -1, nil }, cas.Options{TTL: engine.NoTTL})
 			return err
 		}},
 	}
@@ -291,7 +291,7 @@ func TestUpdate(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				if _, _, err := m.Update("c", inc, cas.Options{Attempts: 1 << 20}); err != nil {
+				if _, _, err := m.Update("c", inc, cas.Options{Attempts: 1 << 20, TTL: engine.NoTTL}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -303,8 +303,18 @@ func TestUpdate(t *testing.T) {
 	if got["n"] != workers*each {
 		t.Errorf("n = %d after %d concurrent updates", got["n"], workers*each)
 	}
-	if _, _, err := m.Update("c", func(map[string]int, bool) (map[string]int, error) { return nil, cas.ErrAbort }, cas.Options{}); !errors.Is(err, cas.ErrAbort) {
+	if _, _, err := m.Update("c", func(map[string]int, bool) (map[string]int, error) { return nil, cas.ErrAbort }, cas.Options{TTL: engine.NoTTL}); !errors.Is(err, cas.ErrAbort) {
 		t.Errorf("aborted Update = %v, want ErrAbort", err)
+	}
+	// A TTL of 0 (the zero Options) is never "forever": refused before fn.
+	if _, _, err := m.Update("zero", func(map[string]int, bool) (map[string]int, error) {
+		t.Error("fn ran with an invalid TTL")
+		return nil, nil
+	}, cas.Options{}); !errors.Is(err, engine.ErrInvalidTTL) {
+		t.Errorf("Update with the zero Options = %v, want ErrInvalidTTL", err)
+	}
+	if _, ok, _ := m.Get("zero"); ok {
+		t.Error("Update with the zero Options created the key")
 	}
 	v, ver, err := m.Update("new", inc, cas.Options{TTL: time.Minute})
 	it, _, _ := m.GetItem("new")

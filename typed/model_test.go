@@ -140,7 +140,7 @@ func TestMapModel(t *testing.T) {
 					}
 					old.Name += "+"
 					return old, nil
-				}, cas.Options{})
+				}, cas.Options{TTL: engine.NoTTL})
 				if want.corrupt {
 					if !errors.Is(err, typed.ErrDecode) {
 						rt.Fatalf("Update of a corrupt value = %v, want ErrDecode", err)

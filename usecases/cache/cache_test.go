@@ -52,7 +52,8 @@ func TestJitter(t *testing.T) {
 		{time.Minute, 0, time.Minute, time.Minute},
 		{0, 0.1, 0, 0},
 		{10, 5, 1, 20},
-		{math.MaxInt64, 0.5, math.MaxInt64 / 2, math.MaxInt64}, // at the type's limit: not 1 ns
+		{time.Nanosecond, 0.999, time.Nanosecond, time.Nanosecond}, // never rounds to 0 (an invalid TTL)
+		{math.MaxInt64, 0.5, math.MaxInt64 / 2, math.MaxInt64},     // at the type's limit: not 1 ns
 	}
 	for _, c := range cases {
 		for range 100 {
@@ -60,6 +61,51 @@ func TestJitter(t *testing.T) {
 				t.Fatalf("Jitter(%v, %v) = %v, want in [%v, %v]", c.ttl, c.frac, got, c.lo, c.hi)
 			}
 		}
+	}
+}
+
+// TestOneNanosecondTTL: the shortest TTLs a Cache computes (TTL and
+// NegativeTTL of 1 ns, with jitter) are written as 1 ns TTLs, never as a
+// TTL of 0 (which the store refuses, and which must never mean "forever"):
+// no store error, and the entries expire.
+func TestOneNanosecondTTL(t *testing.T) {
+	ctx := context.Background()
+	b, clk := storetest.NewEmbedded(t)
+	var storeErrs []error
+	loads := 0
+	c, err := cache.New(cache.Config{Name: "c", Backend: b, TTL: time.Nanosecond, NegativeTTL: time.Nanosecond, Jitter: 0.9,
+		Load: func(_ context.Context, key string) ([]byte, bool, error) {
+			loads++
+			return []byte("v"), key == "hit", nil
+		},
+		OnError: func(_ string, err error) { storeErrs = append(storeErrs, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"hit", "miss"} {
+		if _, _, err := c.Get(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, it := range b.Engine().Items() {
+		if it.TTL != time.Nanosecond {
+			t.Errorf("entry %q: TTL %v, want 1ns", k, it.TTL)
+		}
+	}
+	if n := b.Engine().Len(); n != 2 {
+		t.Errorf("got %d entries, want 2 (a value and a remembered miss)", n)
+	}
+	clk.Advance(time.Nanosecond)
+	for _, key := range []string{"hit", "miss"} {
+		if _, _, err := c.Get(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if loads != 4 {
+		t.Errorf("got %d loads, want 4 (each entry expired after 1 ns)", loads)
+	}
+	if len(storeErrs) != 0 {
+		t.Errorf("store errors: %v", storeErrs)
 	}
 }
 
@@ -83,15 +129,26 @@ func TestGroupPanicAndCancel(t *testing.T) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("panicking load: got %v, want *PanicError", err)
 	}
-	block := make(chan struct{})
-	go g.Do(context.Background(), "slow", func(context.Context) (cache.Result, error) { <-block; return cache.Result{}, nil })
-	time.Sleep(10 * time.Millisecond)
+	// A waiter whose context ends stops waiting for a flight in progress.
+	// The flight is registered before its function runs, so once started
+	// is closed the second caller joins it (it has no function of its own).
+	started, block, flown := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(flown)
+		g.Do(context.Background(), "slow", func(context.Context) (cache.Result, error) {
+			close(started)
+			<-block
+			return cache.Result{}, nil
+		})
+	}()
+	<-started
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := g.Do(ctx, "slow", nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled waiter: got %v, want context.Canceled", err)
+	if _, shared, err := g.DoShared(ctx, "slow", nil); !errors.Is(err, context.Canceled) || !shared {
+		t.Fatalf("cancelled waiter: got (shared %v, %v), want (true, context.Canceled)", shared, err)
 	}
 	close(block)
+	<-flown
 }
 
 func TestStoreFailureIsLoggedWithKeyAndCause(t *testing.T) {

@@ -15,6 +15,10 @@ var (
 	// ErrInvalidFlag reports an empty name, a rollout outside 0..10000, or
 	// an unknown revision to roll back to.
 	ErrInvalidFlag = errors.New("tide: invalid flag")
+	// ErrWatcherPanic is reported (Config.Logger, Config.OnError) for a
+	// watcher that panicked on the poller goroutine; the poller recovers
+	// and goes on.
+	ErrWatcherPanic = errors.New("tide: flag watcher panicked")
 	// ErrClosed reports a Watch on a closed Store.
 	ErrClosed = errors.New("tide: flag store closed")
 )

@@ -4,6 +4,22 @@
 // watchers and a local read-through cache with an explicit staleness
 // bound.
 //
+// # Getting a Backend
+//
+// A Store runs on any store.Backend. In one process, wrap a tide engine
+// with package store/embedded:
+//
+//	e, err := engine.New(engine.Config{})
+//	b, err := embedded.New(embedded.Config{Engine: e})
+//	s, err := featureflag.New(featureflag.Config{Backend: b})
+//
+// Shared by several processes (so that a kill switch thrown in one reaches
+// all of them), use Redis or Valkey through the redisstore module
+// (github.com/tidekv/tide/usecases/redisstore):
+//
+//	b, err := redisstore.New(redisstore.Config{Client: rdb})
+//	s, err := featureflag.New(featureflag.Config{Backend: b})
+//
 // # Contract
 //
 // A flag's State is (Enabled, Killed, Rollout, Salt). Every write is a
@@ -35,7 +51,8 @@
 // thrown in another process takes effect here within MaxStaleness; a write
 // through this Store updates its own cache at once. Watchers are called at
 // once for writes through this Store, and within Config.PollInterval for
-// writes elsewhere.
+// writes elsewhere (by the Store's poller goroutine, which recovers and
+// reports a watcher's panic; see Watch).
 //
 // # Store failure
 //
@@ -56,6 +73,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -206,6 +224,8 @@ type Store struct {
 	pollState pollState
 	closed    bool
 	done      chan struct{}
+
+	watcherPanics atomic.Uint64 // recovered on the poller
 }
 
 // pollState is what the poller goroutine is doing, as far as Close cares.

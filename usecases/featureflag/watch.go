@@ -2,6 +2,9 @@ package featureflag
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"slices"
 	"time"
 )
@@ -11,6 +14,13 @@ import (
 // runs on the writer's goroutine or the poller's; it must not block. The
 // returned function stops the watch. fn may call the Store, Close
 // included.
+//
+// A panic in fn on the writer's goroutine (a write or Refresh through this
+// Store) reaches that caller, after the write it reports on is done; the
+// watchers of the change it cut off are not skipped but called by the next
+// Refresh or poll. A panic in fn on the poller goroutine is recovered:
+// counted (WatcherPanics) and reported to Config.Logger and Config.OnError
+// as ErrWatcherPanic with the flag's name; the poller goes on.
 func (s *Store) Watch(name string, fn func(Flag)) (stop func(), err error) {
 	w := &watcher{fn: fn}
 	s.mu.Lock()
@@ -37,21 +47,35 @@ func (s *Store) Watch(name string, fn func(Flag)) (stop func(), err error) {
 }
 
 // notify calls the watchers of f.Name whose last revision is older. On
-// the poller (poller true) it starts no watcher once Close has begun, and
-// marks each call so that Close does not wait for it.
+// the poller (poller true) it starts no watcher once Close has begun,
+// marks each call so that Close does not wait for it, and recovers a
+// watcher's panic. Off the poller a panic reaches the caller, and the
+// watchers it cut off get their last revision back (rewind), so that the
+// next refresh calls them.
 func (s *Store) notify(f Flag, poller bool) {
 	s.mu.Lock()
 	var due []*watcher
+	var prev []uint64
 	for _, w := range s.watchers[f.Name] {
 		if f.Revision > w.last {
+			prev = append(prev, w.last)
 			w.last = f.Revision
 			due = append(due, w)
 		}
 	}
 	s.mu.Unlock()
-	for _, w := range due {
+	for i, w := range due {
 		if !poller {
-			w.fn(f)
+			returned := false
+			func() {
+				defer func() {
+					if !returned { // a panic (or Goexit) is on its way to the caller
+						s.rewind(f.Revision, due[i+1:], prev[i+1:])
+					}
+				}()
+				w.fn(f)
+				returned = true
+			}()
 			continue
 		}
 		s.mu.Lock()
@@ -64,8 +88,27 @@ func (s *Store) notify(f Flag, poller bool) {
 		s.mu.Unlock()
 		func() {
 			defer s.setPollState(pollStateRunning)
+			defer func() {
+				if p := recover(); p != nil {
+					s.watcherPanics.Add(1)
+					s.rep.Report(context.Background(), slog.LevelError, "tide: flag watcher panicked", f.Name,
+						fmt.Errorf("%w: %v", ErrWatcherPanic, p), slog.String("stack", string(debug.Stack())))
+				}
+			}()
 			w.fn(f)
 		}()
+	}
+}
+
+// rewind gives the watchers ws, not called for revision rev, their last
+// revision before it (prev), unless a later notify moved them on.
+func (s *Store) rewind(rev uint64, ws []*watcher, prev []uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, w := range ws {
+		if w.last == rev {
+			w.last = prev[i]
+		}
 	}
 }
 
@@ -137,3 +180,8 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// WatcherPanics returns the number of watcher panics the poller goroutine
+// recovered (each also reported as ErrWatcherPanic). A watcher run on the
+// caller's goroutine panics into the caller and is not counted.
+func (s *Store) WatcherPanics() uint64 { return s.watcherPanics.Load() }

@@ -72,18 +72,15 @@ import (
 type Algorithm uint8
 
 const (
-	// TokenBucket is the default (GCRA form).
+	// TokenBucket is the default. It is computed as the generic cell rate
+	// algorithm (GCRA: one "theoretical arrival time" per key), which
+	// gives the same limit as a bucket of tokens.
 	TokenBucket Algorithm = iota
 	// FixedWindow counts per window of Period starting at the first event.
 	FixedWindow
 	// SlidingWindow counts exactly over the last Period.
 	SlidingWindow
 )
-
-// GCRA is TokenBucket: the bucket is computed as the generic cell rate
-// algorithm (one "theoretical arrival time" per key), which is the same
-// limit.
-const GCRA = TokenBucket
 
 func (a Algorithm) String() string {
 	switch a {

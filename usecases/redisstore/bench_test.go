@@ -20,13 +20,16 @@ func BenchmarkBackend(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	be.Set(ctx, "k", []byte("value"), store.SetOptions{})
+	be.Set(ctx, "k", []byte("value"), store.SetOptions{TTL: store.NoTTL})
 	cases := []struct {
 		name string
 		fn   func(i int) error
 	}{
 		{"Get", func(int) error { _, _, err := be.Get(ctx, "k"); return err }},
-		{"Set", func(int) error { _, _, err := be.Set(ctx, "k", []byte("value"), store.SetOptions{}); return err }},
+		{"Set", func(int) error {
+			_, _, err := be.Set(ctx, "k", []byte("value"), store.SetOptions{TTL: store.NoTTL})
+			return err
+		}},
 		{"TokenBucket", func(i int) error {
 			return be.TokenBucket(ctx, &store.TokenBucket{Key: fmt.Sprint("tb{", i%100, "}"), Capacity: 1000, Interval: time.Millisecond, Cost: 1})
 		}},

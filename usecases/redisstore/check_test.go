@@ -51,12 +51,12 @@ func TestOutOfMemory(t *testing.T) {
 	srv := redisserver.Start(t)
 	c := srv.Client(t)
 	b, _ := redisstore.New(redisstore.Config{Client: c})
-	if _, _, err := b.Set(ctx, "k", []byte("v"), store.SetOptions{}); err != nil {
+	if _, _, err := b.Set(ctx, "k", []byte("v"), store.SetOptions{TTL: store.NoTTL}); err != nil {
 		t.Fatal(err)
 	}
 	c.ConfigSet(ctx, "maxmemory", "1")
 	defer c.ConfigSet(ctx, "maxmemory", "0")
-	if _, _, err := b.Set(ctx, "k2", []byte("v"), store.SetOptions{}); !errors.Is(err, store.ErrOutOfMemory) {
+	if _, _, err := b.Set(ctx, "k2", []byte("v"), store.SetOptions{TTL: store.NoTTL}); !errors.Is(err, store.ErrOutOfMemory) {
 		t.Fatalf("Set over maxmemory: got %v, want ErrOutOfMemory", err)
 	}
 	if err := b.FixedWindow(ctx, &store.FixedWindow{Key: "fw", Limit: 1, Window: 1e9, Cost: 1}); !errors.Is(err, store.ErrOutOfMemory) {

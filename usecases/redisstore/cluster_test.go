@@ -34,7 +34,7 @@ func TestCluster(t *testing.T) {
 		ctx := context.Background()
 		b, _ := redisstore.New(redisstore.Config{Client: client, Prefix: "spread:"})
 		for i := range 300 {
-			if _, _, err := b.Set(ctx, fmt.Sprint("k", i), []byte("v"), store.SetOptions{}); err != nil {
+			if _, _, err := b.Set(ctx, fmt.Sprint("k", i), []byte("v"), store.SetOptions{TTL: store.NoTTL}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -62,7 +62,7 @@ func TestForeignKeys(t *testing.T) {
 				t.Errorf("Get: got %v, want ErrCorrupt", err)
 			}
 			if f.name != "lease record" { // its hash carries a version
-				if _, ok, err := b.Set(ctx, k, []byte("x"), store.SetOptions{IfVersion: 1}); !errors.Is(err, store.ErrCorrupt) {
+				if _, ok, err := b.Set(ctx, k, []byte("x"), store.SetOptions{IfVersion: 1, TTL: store.NoTTL}); !errors.Is(err, store.ErrCorrupt) {
 					t.Errorf("Set IfVersion: got (%v, %v), want ErrCorrupt", ok, err)
 				}
 				unchanged("Set IfVersion")
@@ -71,10 +71,10 @@ func TestForeignKeys(t *testing.T) {
 				}
 				unchanged("CompareAndDelete")
 			}
-			if _, ok, err := b.Set(ctx, k, []byte("x"), store.SetOptions{IfAbsent: true}); ok || err != nil {
+			if _, ok, err := b.Set(ctx, k, []byte("x"), store.SetOptions{IfAbsent: true, TTL: store.NoTTL}); ok || err != nil {
 				t.Errorf("Set IfAbsent: got (%v, %v), want (false, nil): the key exists", ok, err)
 			}
-			if _, ok, err := b.Set(ctx, k, []byte("new"), store.SetOptions{}); !ok || err != nil {
+			if _, ok, err := b.Set(ctx, k, []byte("new"), store.SetOptions{TTL: store.NoTTL}); !ok || err != nil {
 				t.Fatalf("Set: got (%v, %v), want (true, nil)", ok, err)
 			}
 			if it, _, err := b.Get(ctx, k); err != nil || string(it.Value) != "new" || it.TTL != store.NoTTL {

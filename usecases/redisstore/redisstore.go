@@ -272,6 +272,8 @@ func (b *Backend) fail(ctx context.Context, err error) error {
 		switch code {
 		case "OOM":
 			return fmt.Errorf("%w: %w", store.ErrOutOfMemory, err)
+		case "INVALIDTTL":
+			return fmt.Errorf("%w: %w: %w", store.ErrInvalidArgument, store.ErrInvalidTTL, err)
 		case "WRONGTYPE":
 			return fmt.Errorf("%w: key holds a value written by something else: %w", store.ErrCorrupt, err)
 		case "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "BUSY", "NOREPLICAS", "MISCONF":
@@ -385,19 +387,20 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if err := b.checkKey(key); err != nil {
 		return 0, false, err
 	}
-	if o.TTL < 0 {
-		return 0, false, fmt.Errorf("%w: %v (must be positive)", store.ErrInvalidTTL, o.TTL)
-	}
-	if o.IfAbsent && o.IfVersion != 0 {
-		return 0, false, fmt.Errorf("%w: IfAbsent with IfVersion %d", store.ErrInvalidOptions, o.IfVersion)
+	if err := o.Validate(); err != nil {
+		return 0, false, err
 	}
 	absent := "0"
 	if o.IfAbsent {
 		absent = "1"
 	}
+	ttl := "none"
+	if o.TTL != store.NoTTL {
+		ttl = msArg(o.TTL)
+	}
 	k := b.key(key)
 	v, err := b.run(ctx, setScript, []string{k, b.counter(k)},
-		value, msArg(o.TTL), absent, strconv.FormatUint(o.IfVersion, 10))
+		value, ttl, absent, strconv.FormatUint(o.IfVersion, 10))
 	if err != nil || v == nil {
 		return 0, false, err
 	}

@@ -58,7 +58,7 @@ func TestVersionsNeverReused(t *testing.T) {
 	seen := map[uint64]bool{}
 	for round := range 3 {
 		for range 50 {
-			v, _, err := b.Set(ctx, "k", []byte("v"), store.SetOptions{})
+			v, _, err := b.Set(ctx, "k", []byte("v"), store.SetOptions{TTL: store.NoTTL})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,11 @@ import "github.com/redis/go-redis/v9"
 // The last key a script is given is the version counter of the first key's
 // Cluster slot (a plain string holding the last version issued in that
 // slot, never given a TTL). Times are microseconds (Redis TIME); TTLs are
-// passed in whole milliseconds, rounded up.
+// passed in whole milliseconds, rounded up, so 1 ns is 1 ms, never 0. A
+// TTL, window or interval argument must be a positive integer (checked by
+// posarg before any write): the Go side refuses anything else before
+// sending, and a script never reads 0 as "no TTL" nor PEXPIREs a key to 0
+// (a delete). No TTL is said with "none", on Set only.
 //
 // A key is live if PTTL is not -2 (missing) and not 0: Redis still serves
 // a key in the millisecond of its deadline, tide does not ("invisible from
@@ -25,6 +29,15 @@ local function now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local function fmt(n) return string.format('%.0f', n) end
+-- posarg: the argument s as a positive integer, or the script fails whole
+-- with an INVALIDTTL error (store.ErrInvalidArgument) before any write.
+local function posarg(s)
+  local n = tonumber(s)
+  if not n or n <= 0 or n ~= math.floor(n) then
+    error({err = 'INVALIDTTL TTL, window or interval argument ' .. tostring(s) .. ' is not a positive integer'})
+  end
+  return n
+end
 -- primitive: whether the live key k holds a value Set or Incr wrote (a
 -- hash with field v). foreign() is the reply for one that does not: every
 -- primitive reports such a key as store.ErrCorrupt, never as a value.
@@ -87,18 +100,19 @@ local r = redis.call('HMGET', k, 'v', 'ver')
 return {r[1] or '', r[2] or '0', redis.call('PTTL', k)}
 `)
 
-// setScript: KEYS key, ctr; ARGV value, ttl_ms ('0': none), ifabsent
+// setScript: KEYS key, ctr; ARGV value, ttl_ms ('none': none), ifabsent
 // ('1': only if the key is absent), ifver ('0': none). The write replaces
 // the key whole, TTL included. → nil (condition failed) | version
 var setScript = script(`
 local k = KEYS[1]
+if ARGV[2] ~= 'none' then posarg(ARGV[2]) end
 local found = live(k)
 if ARGV[3] == '1' and found then return false end
 if ARGV[4] ~= '0' and (not found or redis.call('HGET', k, 'ver') ~= ARGV[4]) then return false end
 local ver = nextver(KEYS[2], now_us())
 if found then redis.call('DEL', k) end
 redis.call('HSET', k, 'v', ARGV[1], 'ver', ver)
-if ARGV[2] ~= '0' then redis.call('PEXPIRE', k, ARGV[2]) end
+if ARGV[2] ~= 'none' then redis.call('PEXPIRE', k, ARGV[2]) end
 return ver
 `)
 
@@ -117,7 +131,7 @@ return 1
 // corrupt | {allowed, remaining, retry_us, reset_us}
 var tokenBucketScript = script(`
 local k = KEYS[1]
-local capn, iv, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local capn, iv, cost = tonumber(ARGV[1]), posarg(ARGV[2]), tonumber(ARGV[3])
 local now = now_us()
 local burst = capn * iv
 local tat = now
@@ -145,7 +159,7 @@ return {1, math.floor((burst - (nxt - now)) / iv), 0, nxt - now}
 // retry_us, reset_us}
 var fixedWindowScript = script(`
 local k = KEYS[1]
-local limit, wms, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local limit, wms, cost = tonumber(ARGV[1]), posarg(ARGV[2]), tonumber(ARGV[3])
 local found = live(k)
 local n = 0
 local ttl = wms * 1000
@@ -181,7 +195,8 @@ return {1, limit - n - cost, 0, ttl}
 // → {allowed, remaining, retry_us, reset_us}
 var slidingWindowScript = script(`
 local k = KEYS[1]
-local limit, w, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local limit, w, cost = tonumber(ARGV[1]), posarg(ARGV[2]), tonumber(ARGV[3])
+posarg(ARGV[4])
 local now = now_us()
 redis.call('ZREMRANGEBYSCORE', k, '-inf', fmt(now - w))
 local n = redis.call('ZCARD', k)
@@ -224,6 +239,7 @@ return {1, limit - n - cost, 0, reset}
 var idempotencyScript = script(`
 local k = KEYS[1]
 local op, fp, owner = ARGV[1], ARGV[2], ARGV[3]
+if op == 'claim' then posarg(ARGV[4]) posarg(ARGV[5]) end
 local now = now_us()
 if not live(k) then
   if op ~= 'claim' then return {0, '', '', '', 0, 0} end
@@ -263,6 +279,7 @@ return {4, ARGV[6], '', '', 0, ttl}
 var leaseScript = script(`
 local k, f = KEYS[1], KEYS[2]
 local op = ARGV[1]
+if op == 'acquire' or op == 'renew' then posarg(ARGV[4]) end
 local now = now_us()
 local holder, token, ttl = '', '0', 0
 local held = live(k)

@@ -33,7 +33,7 @@ func TestSentinel(t *testing.T) {
 	})
 	t.Run("Replicated", func(t *testing.T) {
 		b, _ := redisstore.New(redisstore.Config{Client: client, Prefix: "repl:"})
-		if _, _, err := b.Set(ctx, "k", []byte("v"), store.SetOptions{}); err != nil {
+		if _, _, err := b.Set(ctx, "k", []byte("v"), store.SetOptions{TTL: store.NoTTL}); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := client.Wait(ctx, 1, 5000).Result(); err != nil || n != 1 {

@@ -74,6 +74,9 @@ func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]inde
 				}
 			}
 			enc, _ := json.Marshal(idx)
+			// last is after now (due entries were dropped above), so the
+			// TTL is at least 1 ns: an index whose entries are all due is
+			// deleted above, never written with a TTL of 0.
 			o := store.SetOptions{TTL: last.Sub(now), Pin: m.cfg.Pin}
 			if v == 0 {
 				o.IfAbsent = true

@@ -11,7 +11,9 @@ import (
 // package kverr's, so that an error from the embedded backend and one from
 // a remote backend compare equal without this package linking the engine.
 var (
-	// ErrInvalidTTL reports a negative TTL or one that overflows the clock.
+	// ErrInvalidTTL reports a write TTL that is neither positive nor NoTTL
+	// (0 included), or one that overflows the clock. Set's errors for such
+	// a TTL also match ErrInvalidArgument.
 	ErrInvalidTTL = kverr.ErrInvalidTTL
 	// ErrInvalidOptions reports contradictory SetOptions.
 	ErrInvalidOptions = kverr.ErrInvalidOptions
@@ -26,9 +28,9 @@ var (
 	// ErrClosed reports an operation on a closed backend.
 	ErrClosed = kverr.ErrClosed
 
-	// ErrInvalidArgument reports a decision with nonsense parameters (a
-	// zero capacity, a non-positive interval, an unknown op). Nothing
-	// changed.
+	// ErrInvalidArgument reports a call with nonsense parameters (a zero
+	// capacity, a non-positive interval, a TTL of 0, an unknown op).
+	// Nothing changed.
 	ErrInvalidArgument = errors.New("tide: invalid argument")
 	// ErrCorrupt reports a stored value a decision or DecodeLog cannot
 	// parse (a key written by something else, or by another kind of

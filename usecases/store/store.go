@@ -47,6 +47,26 @@
 // Set) reports ErrCorrupt and changes nothing, never reads it as its own, except the audit log of FlagWrite whose encoding is fixed (see
 // AppendLog) because adapters read it with Get.
 //
+// # TTLs
+//
+// A key that never expires is something a caller says on purpose, with
+// NoTTL; a TTL of 0 (say, one computed from a deadline that has just
+// passed, or rounded down) is an error, never "forever". An adapter that
+// computes a TTL decides what a result ≤ 0 means for it (delete the key,
+// skip the write) before it calls the store. One rule for every duration
+// the seam takes:
+//
+//	TTL argument                         > 0            NoTTL        0, other < 0
+//	SetOptions.TTL                       expire after   no TTL       ErrInvalidArgument (and ErrInvalidTTL)
+//	Lease.TTL (acquire, renew)           expire after   invalid      ErrInvalidArgument
+//	Idempotency.Lease, Retention (claim) expire after   invalid      ErrInvalidArgument
+//	FixedWindow, SlidingWindow.Window    window         invalid      ErrInvalidArgument
+//	TokenBucket.Interval                 refill step    invalid      ErrInvalidArgument
+//
+// A refused call changes nothing. The smallest TTL, 1 ns, is a TTL: a
+// backend with a coarser granularity rounds it up (Redis: to 1 ms), never
+// down to 0.
+//
 // # Pinning and eviction
 //
 // SetOptions.Pin exempts a key from eviction on the embedded engine. A Redis backend cannot pin keys; it must document that
@@ -81,7 +101,9 @@ import (
 	"time"
 )
 
-// NoTTL is the TTL reported for a key that never expires.
+// NoTTL says "no expiry": the TTL reported for a key without one
+// (Item.TTL), and the TTL a write gives to make a key that never expires
+// (SetOptions.TTL). It equals engine.NoTTL. See "TTLs" for the rule.
 const NoTTL time.Duration = -1
 
 // MaxTTL is the longest TTL adapters ask of a backend, and every backend
@@ -98,17 +120,20 @@ type Item struct {
 	TTL time.Duration
 }
 
-// SetOptions modify Backend.Set. The zero value is a plain write: create or
-// overwrite, clearing any TTL. The adapters use three shapes:
+// SetOptions modify Backend.Set. The zero value is not a valid write: its
+// TTL of 0 is refused (see "TTLs"), so that a TTL computed as 0 never makes
+// a key that lives forever. The adapters use three shapes:
 //
-//   - set with TTL:        {TTL: d}
+//   - set:                 {TTL: d} or {TTL: NoTTL}
 //   - set-if-absent:       {IfAbsent: true, TTL: d}
 //   - compare-and-swap:    {IfVersion: v, TTL: d}
 //
-// A write always sets the key's TTL: to TTL if positive, else none.
+// A write always sets the key's TTL: to TTL if positive, to none if NoTTL.
 type SetOptions struct {
-	// TTL, if positive, makes the key expire TTL from now (store time); 0
-	// means no TTL. Negative is ErrInvalidTTL.
+	// TTL, if positive, makes the key expire TTL from now (store time);
+	// NoTTL makes it never expire. 0 and every other negative are
+	// ErrInvalidArgument (also matching ErrInvalidTTL), with nothing
+	// written.
 	TTL time.Duration
 	// IfAbsent makes the write happen only if the key does not exist.
 	IfAbsent bool
@@ -118,6 +143,20 @@ type SetOptions struct {
 	IfVersion uint64
 	// Pin exempts the key from eviction (sticky across later writes).
 	Pin bool
+}
+
+// Validate reports options Set must refuse, changing nothing: a TTL that
+// is neither positive nor NoTTL (an error wrapping both ErrInvalidArgument
+// and ErrInvalidTTL), or IfAbsent with IfVersion (ErrInvalidOptions). A
+// backend's Set starts with it.
+func (o SetOptions) Validate() error {
+	if o.TTL <= 0 && o.TTL != NoTTL {
+		return fmt.Errorf("%w: %w: %v (want > 0, or NoTTL for no expiry)", ErrInvalidArgument, ErrInvalidTTL, o.TTL)
+	}
+	if o.IfAbsent && o.IfVersion != 0 {
+		return fmt.Errorf("%w: IfAbsent with IfVersion %d", ErrInvalidOptions, o.IfVersion)
+	}
+	return nil
 }
 
 // Primitives are the key-value operations of a Backend. Every method is
@@ -134,7 +173,8 @@ type Primitives interface {
 	Get(ctx context.Context, key string) (it Item, ok bool, err error)
 
 	// Set writes value under key as modified by o and returns the new
-	// version. ok is false if o's condition (IfAbsent, IfVersion) did not hold;
+	// version. Options o.Validate refuses are an error, with nothing
+	// changed. ok is false if o's condition (IfAbsent, IfVersion) did not hold;
 	// then nothing changed. Set-if-absent and compare-and-swap are Set with
 	// IfAbsent and with IfVersion.
 	Set(ctx context.Context, key string, value []byte, o SetOptions) (version uint64, ok bool, err error)

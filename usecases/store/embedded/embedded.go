@@ -92,8 +92,8 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	if o.IfAbsent && o.IfVersion != 0 {
-		return 0, false, fmt.Errorf("%w: IfAbsent with IfVersion %d", store.ErrInvalidOptions, o.IfVersion)
+	if err := o.Validate(); err != nil {
+		return 0, false, err
 	}
 	eo := engine.SetOptions{TTL: engineTTL(o.TTL), IfVersion: o.IfVersion, Pin: o.Pin}
 	if o.IfAbsent {
@@ -103,15 +103,13 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	return v, ok, fromEngine(err)
 }
 
-// engineTTL maps a store TTL to the engine's: the store seam's 0 means no
-// TTL (store.SetOptions), which the engine must be told with engine.NoTTL
-// (its 0 is ErrInvalidTTL). Negative TTLs pass through and are refused.
+// engineTTL maps a store TTL to the engine's: store.NoTTL to engine.NoTTL
+// (the same rule on both sides of the seam: positive or NoTTL, anything
+// else refused); other values pass through, so that one the seam did not
+// validate is still refused by the engine, never read as "no TTL".
 func engineTTL(ttl time.Duration) time.Duration {
-	if ttl == 0 {
+	if ttl == store.NoTTL {
 		return engine.NoTTL
-	}
-	if ttl == engine.NoTTL {
-		return -2 // store's NoTTL is a read-side value: refused as a write TTL
 	}
 	return ttl
 }
@@ -152,8 +150,8 @@ func optimistic(ctx context.Context, attempt func() (bool, error)) error {
 	}
 }
 
-// create writes a new key (IfAbsent) or replaces version v with ttl (0
-// keeps no TTL; keep keeps the deadline).
+// put writes a new key (IfAbsent) or replaces version v, with ttl (> 0,
+// or store.NoTTL) or, for an existing key with keep, keeping its deadline.
 func (b *Backend) put(key string, exists bool, version uint64, value []byte, ttl time.Duration, keep bool) (uint64, bool, error) {
 	o := engine.SetOptions{TTL: engineTTL(ttl)}
 	if exists {

@@ -46,11 +46,11 @@ func ExampleBackend_Set() {
 
 	v1, ok, _ := b.Set(ctx, "job:42", []byte("queued"), store.SetOptions{IfAbsent: true, TTL: time.Minute})
 	fmt.Println("created:", ok)
-	_, ok, _ = b.Set(ctx, "job:42", []byte("queued"), store.SetOptions{IfAbsent: true})
+	_, ok, _ = b.Set(ctx, "job:42", []byte("queued"), store.SetOptions{IfAbsent: true, TTL: time.Minute})
 	fmt.Println("created again:", ok)
 	_, ok, _ = b.Set(ctx, "job:42", []byte("running"), store.SetOptions{IfVersion: v1, TTL: time.Minute})
 	fmt.Println("CAS at the read version:", ok)
-	_, ok, _ = b.Set(ctx, "job:42", []byte("done"), store.SetOptions{IfVersion: v1})
+	_, ok, _ = b.Set(ctx, "job:42", []byte("done"), store.SetOptions{IfVersion: v1, TTL: time.Minute})
 	fmt.Println("CAS at a stale version:", ok)
 	it, _, _ := b.Get(ctx, "job:42")
 	fmt.Println(string(it.Value), it.TTL)

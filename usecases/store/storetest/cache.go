@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,21 +92,21 @@ func RunCache(t *testing.T, newFixture NewFunc) {
 			return []byte("hot"), true, nil
 		}})
 		var wg sync.WaitGroup
-		var started sync.WaitGroup
 		for range 100 {
 			wg.Add(1)
-			started.Add(1)
 			go func() {
 				defer wg.Done()
-				started.Done()
 				v, ok, err := c.Get(ctx, "hot-key")
 				if string(v) != "hot" || !ok || err != nil {
 					t.Errorf("Get: got (%q, %v, %v), want hot", v, ok, err)
 				}
 			}()
 		}
-		started.Wait()
-		time.Sleep(20 * time.Millisecond) // let them pile up on the load
+		// Hold the load until every caller has missed: all 100 are then
+		// concurrent misses (each joins the flight, or finds its value).
+		for c.Stats().Misses < 100 {
+			runtime.Gosched()
+		}
 		close(release)
 		wg.Wait()
 		if got := loads.Load(); got != 1 {

@@ -19,6 +19,7 @@ import (
 func Run(t *testing.T, newFixture NewFunc) {
 	newFixture = instrument(newFixture)
 	t.Run("Primitives", func(t *testing.T) { runPrimitives(t, newFixture) })
+	t.Run("TTLRule", func(t *testing.T) { runTTLRule(t, newFixture) })
 	t.Run("TokenBucket", func(t *testing.T) { runTokenBucket(t, newFixture) })
 	t.Run("FixedWindow", func(t *testing.T) { runFixedWindow(t, newFixture) })
 	t.Run("SlidingWindow", func(t *testing.T) { runSlidingWindow(t, newFixture) })
@@ -64,7 +65,7 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 			t.Fatal("Get on an empty store: got a hit, want a miss")
 		}
 		val := []byte("v1")
-		v1, ok, err := b.Set(ctx, "k", val, store.SetOptions{})
+		v1, ok, err := b.Set(ctx, "k", val, store.SetOptions{TTL: store.NoTTL})
 		if err != nil || !ok || v1 == 0 {
 			t.Fatalf("Set: got (%d, %v, %v), want (non-zero, true, nil)", v1, ok, err)
 		}
@@ -77,7 +78,7 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		if it2, _, _ := b.Get(ctx, "k"); string(it2.Value) != "v1" {
 			t.Fatalf("Get returned memory the store kept: got %q after mutation, want \"v1\"", it2.Value)
 		}
-		v2, _, _ := b.Set(ctx, "k", []byte("v2"), store.SetOptions{})
+		v2, _, _ := b.Set(ctx, "k", []byte("v2"), store.SetOptions{TTL: store.NoTTL})
 		if v2 == v1 {
 			t.Fatalf("overwrite kept version %d, want a new one", v1)
 		}
@@ -87,7 +88,7 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		if d, err := b.Delete(ctx, "k"); d || err != nil {
 			t.Fatalf("Delete missing: got (%v, %v), want (false, nil)", d, err)
 		}
-		v3, _, _ := b.Set(ctx, "k", []byte("v1"), store.SetOptions{})
+		v3, _, _ := b.Set(ctx, "k", []byte("v1"), store.SetOptions{TTL: store.NoTTL})
 		if v3 == v1 || v3 == v2 {
 			t.Fatalf("re-created key reused a version: got %d, earlier %d and %d", v3, v1, v2)
 		}
@@ -102,15 +103,15 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 			present bool
 			wantOK  bool
 		}{
-			{"IfAbsent/absent", store.SetOptions{IfAbsent: true}, false, true},
-			{"IfAbsent/present", store.SetOptions{IfAbsent: true}, true, false},
+			{"IfAbsent/absent", store.SetOptions{IfAbsent: true, TTL: store.NoTTL}, false, true},
+			{"IfAbsent/present", store.SetOptions{IfAbsent: true, TTL: store.NoTTL}, true, false},
 			{"IfAbsent+TTL/absent", store.SetOptions{IfAbsent: true, TTL: 5 * u}, false, true},
 		}
 		for i, c := range cases {
 			key := fmt.Sprintf("cond%d", i)
 			var before uint64
 			if c.present {
-				before = mustSet(t, b, key, "old", store.SetOptions{})
+				before = mustSet(t, b, key, "old", store.SetOptions{TTL: store.NoTTL})
 			}
 			v, ok, err := b.Set(ctx, key, []byte("new"), c.o)
 			if err != nil || ok != c.wantOK {
@@ -137,18 +138,18 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		if _, ok, err := b.Set(ctx, "k", []byte("x"), store.SetOptions{IfVersion: v1 + 1000, TTL: 10 * u}); ok || err != nil {
 			t.Fatalf("CAS with a wrong version: got (%v, %v), want (false, nil)", ok, err)
 		}
-		v2, ok, err := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1})
+		v2, ok, err := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1, TTL: store.NoTTL})
 		if !ok || err != nil || v2 == v1 {
 			t.Fatalf("CAS with the current version: got (v%d, %v, %v), want (new version, true, nil)", v2, ok, err)
 		}
 		it, _, _ := b.Get(ctx, "k")
 		if it.TTL != store.NoTTL {
-			t.Errorf("CAS without a TTL: got TTL %v, want none (a write sets the TTL)", it.TTL)
+			t.Errorf("CAS with NoTTL: got TTL %v, want none (a write sets the TTL)", it.TTL)
 		}
-		if _, ok, _ := b.Set(ctx, "k", []byte("c"), store.SetOptions{IfVersion: v1}); ok {
+		if _, ok, _ := b.Set(ctx, "k", []byte("c"), store.SetOptions{IfVersion: v1, TTL: store.NoTTL}); ok {
 			t.Fatal("CAS with a stale version succeeded")
 		}
-		if _, ok, _ := b.Set(ctx, "missing", []byte("c"), store.SetOptions{IfVersion: v1}); ok {
+		if _, ok, _ := b.Set(ctx, "missing", []byte("c"), store.SetOptions{IfVersion: v1, TTL: store.NoTTL}); ok {
 			t.Fatal("CAS on a missing key succeeded")
 		}
 		v3, ok, _ := b.Set(ctx, "k", []byte("d"), store.SetOptions{IfVersion: v2, TTL: 3 * u})
@@ -187,20 +188,20 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		if _, ok, _ := b.Get(ctx, "k"); ok {
 			t.Fatal("key visible at its deadline")
 		}
-		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1}); ok {
+		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfVersion: v1, TTL: store.NoTTL}); ok {
 			t.Fatal("CAS on an expired key succeeded")
 		}
-		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfAbsent: true}); !ok {
+		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfAbsent: true, TTL: store.NoTTL}); !ok {
 			t.Fatal("set-if-absent on an expired key failed")
 		}
 	})
 	t.Run("Errors", func(t *testing.T) {
 		f := newFixture(t)
 		b := f.Backend
-		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{TTL: -1}); !errors.Is(err, store.ErrInvalidTTL) {
+		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{TTL: -2}); !errors.Is(err, store.ErrInvalidTTL) {
 			t.Errorf("negative TTL: got %v, want ErrInvalidTTL", err)
 		}
-		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{IfAbsent: true, IfVersion: 1}); !errors.Is(err, store.ErrInvalidOptions) {
+		if _, _, err := b.Set(ctx, "k", nil, store.SetOptions{IfAbsent: true, IfVersion: 1, TTL: store.NoTTL}); !errors.Is(err, store.ErrInvalidOptions) {
 			t.Errorf("IfAbsent with IfVersion: got %v, want ErrInvalidOptions", err)
 		}
 		for name, err := range map[string]error{
