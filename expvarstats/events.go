@@ -6,8 +6,8 @@ import (
 )
 
 // An EventSource reports cumulative event counts by event name; each count
-// only grows. cache.Cache and session.Manager implement it, the other
-// adapters are to follow (the event names are listed in
+// only grows. cache.Cache, ratelimit.Limiter, idempotency.Store and
+// session.Manager implement it (the event names are listed in
 // contrib/prometheus, for example "denied" for a rate limiter); any type
 // with this method works, without importing this package.
 type EventSource interface {

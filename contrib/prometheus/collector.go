@@ -30,14 +30,14 @@
 //
 // Config.Adapters maps an adapter name to an EventSource; each becomes one
 // counter family, <namespace>_<name>_events_total{event}. These are the
-// names tide's adapters report under (cache.Cache and session.Manager
-// implement EventSource; the others are to follow), and that dashboards
-// can be built on:
+// names tide's adapters report under (cache.Cache, ratelimit.Limiter,
+// idempotency.Store and session.Manager implement EventSource), and that
+// dashboards can be built on:
 //
 //	adapter       events
 //	cache         hit, miss, load, load_error, refresh
 //	ratelimit     allowed, denied, store_error
-//	idempotency   claimed, replayed, conflict, mismatch, completed
+//	idempotency   executed, recovered, in_progress, replayed, mismatch, store_error
 //	session       created, revoked, rotated
 //
 // so that, for example, rate-limit denials are

@@ -20,6 +20,10 @@ import (
 	tideprom "github.com/tidekv/tide/contrib/prometheus"
 	"github.com/tidekv/tide/engine"
 	"github.com/tidekv/tide/evict"
+	"github.com/tidekv/tide/usecases/cache"
+	"github.com/tidekv/tide/usecases/idempotency"
+	"github.com/tidekv/tide/usecases/ratelimit"
+	"github.com/tidekv/tide/usecases/session"
 )
 
 func newEngine(t *testing.T, cfg engine.Config) (*engine.Engine, *clock.Manual) {
@@ -319,3 +323,11 @@ func TestScrapeWhileWriting(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// The adapters that count events are EventSources as they are.
+var (
+	_ tideprom.EventSource = (*cache.Cache)(nil)
+	_ tideprom.EventSource = (*ratelimit.Limiter)(nil)
+	_ tideprom.EventSource = (*idempotency.Store)(nil)
+	_ tideprom.EventSource = (*session.Manager)(nil)
+)

@@ -71,7 +71,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/usecases/internal/report"
@@ -182,6 +184,24 @@ type Claim struct {
 type Store struct {
 	cfg Config
 	rep report.Reporter
+	// Claim outcomes and failures, counted for Events.
+	executed, recovered, inProgress, replayed, mismatched, storeErrors atomic.Uint64
+}
+
+// Events reports what Claim found since New, by name: "executed" (a new
+// claim: the work runs), "recovered" (a lapsed claim taken over),
+// "in_progress" (a duplicate while the first runs: the conflicts),
+// "replayed" (a stored result returned), "mismatch" (the same key with
+// another request) and "store_error". Do and the middleware claim through
+// Claim, so they are counted too; a duplicate that waits
+// (WaitInProgress) counts each claim it polls with. It makes a Store an
+// EventSource for contrib/prometheus and expvarstats.
+func (s *Store) Events() iter.Seq2[string, uint64] {
+	return func(yield func(string, uint64) bool) {
+		_ = yield("executed", s.executed.Load()) && yield("recovered", s.recovered.Load()) &&
+			yield("in_progress", s.inProgress.Load()) && yield("replayed", s.replayed.Load()) &&
+			yield("mismatch", s.mismatched.Load()) && yield("store_error", s.storeErrors.Load())
+	}
 }
 
 // New returns a Store for cfg, or an error wrapping ErrInvalidConfig.
@@ -256,19 +276,25 @@ func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 		Lease: s.cfg.Lease, Retention: s.cfg.Retention}
 	if err := s.cfg.Backend.Idempotency(ctx, d); err != nil {
 		s.report(ctx, slog.LevelError, "tide: idempotency claim failed", k, err)
+		s.storeErrors.Add(1)
 		return Claim{}, err
 	}
 	switch d.Outcome {
 	case store.IdemClaimed:
+		s.executed.Add(1)
 		return Claim{State: Execute, Owner: owner}, nil
 	case store.IdemRecovered:
+		s.recovered.Add(1)
 		return Claim{State: Recover, Owner: owner, PrevOwner: d.PrevOwner}, nil
 	case store.IdemInProgress:
+		s.inProgress.Add(1)
 		return Claim{State: InProgress, RetryAfter: max(d.LeaseLeft, 0)}, nil
 	case store.IdemCompleted:
+		s.replayed.Add(1)
 		res, err := decodeOutcome(d.StoredResult)
 		return Claim{State: Completed, Result: res, Err: err}, nil
 	case store.IdemMismatch:
+		s.mismatched.Add(1)
 		return Claim{}, ErrMismatch
 	}
 	return Claim{}, fmt.Errorf("%w: unexpected claim outcome %v", store.ErrCorrupt, d.Outcome)

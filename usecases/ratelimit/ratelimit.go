@@ -60,7 +60,9 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/usecases/internal/keys"
@@ -177,6 +179,8 @@ type Limiter struct {
 	cfg      Config
 	interval time.Duration
 	rep      report.Reporter
+	// Event counters (see Events).
+	allowed, denied, storeErrors atomic.Uint64
 	// afterFunc, if set, replaces time.After in WaitN (tests).
 	afterFunc func(time.Duration) <-chan time.Time
 }
@@ -281,9 +285,27 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 			msg = "tide: rate limit store failed; event allowed (fail open)"
 		}
 		l.rep.Report(ctx, slog.LevelWarn, msg, report.Key(key), err, slog.String("limiter", l.cfg.Name), slog.Int64("cost", n))
+		l.storeErrors.Add(1)
 		return r, err
 	}
+	if r.Allowed {
+		l.allowed.Add(1)
+	} else {
+		l.denied.Add(1)
+	}
 	return r, nil
+}
+
+// Events reports the limiter's decisions since New by name: "allowed",
+// "denied" (over the limit) and "store_error" (the backend failed; the
+// event was then allowed or denied by Config.OnStoreError). It makes a
+// Limiter an EventSource for contrib/prometheus and expvarstats. The
+// counts are cumulative and each is read atomically.
+func (l *Limiter) Events() iter.Seq2[string, uint64] {
+	return func(yield func(string, uint64) bool) {
+		_ = yield("allowed", l.allowed.Load()) && yield("denied", l.denied.Load()) &&
+			yield("store_error", l.storeErrors.Load())
+	}
 }
 
 // logAttrs are the attributes the middleware reports with: the key in a
