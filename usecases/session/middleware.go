@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -97,10 +96,10 @@ func (st *state) dirty() bool {
 // disconnects does not lose the session's changes), bounded by ten
 // seconds. If another request of the same session saved in between (two
 // tabs), the handler's changes are merged into the newer record value by
-// value, last writer winning per name, so neither request's changes are
-// lost; a read-modify-write of one value that must not lose updates
-// belongs in Manager.Update. A failed save is reported through
-// Options (logged with its cause; never the session ID).
+// value (and authorization entry by entry), last writer winning per name,
+// so neither request's changes are lost; a read-modify-write of one value
+// that must not lose updates belongs in Manager.Update. A failed save is
+// reported through Options (logged with its cause; never the session ID).
 //
 // Start, Login, Logout, RotateID and RememberMe, called from the handler,
 // set or clear the cookie; they must be called before the handler writes
@@ -190,39 +189,52 @@ func (st *state) save(ctx context.Context) error {
 		return err
 	}
 	final := st.sess.Record
-	_, err = m.Update(ctx, st.sess.ID, func(s *Session) error {
+	merged, err := m.Update(ctx, st.sess.ID, func(s *Session) error {
 		merge(&s.Record, &orig, &final)
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// The request's session is now the merged record, at its new version
+	// (a RotateID that follows compares and deletes that version).
+	*st.sess = *merged
+	return nil
 }
 
-// merge applies to r the changes from orig to final: every value set,
-// changed or deleted, and the tenant, authorization context and Remember
-// flag if they changed.
+// merge applies to r the changes from orig to final: every value and
+// every authorization entry set, changed or deleted (entry by entry, so
+// that an entry another request removed meanwhile stays removed unless
+// this request changed it), and the tenant and Remember flag if they
+// changed.
 func merge(r, orig, final *Record) {
-	for k, v := range final.Values {
-		if o, ok := orig.Values[k]; !ok || !bytes.Equal(o, v) {
-			if r.Values == nil {
-				r.Values = map[string][]byte{}
-			}
-			r.Values[k] = v
-		}
-	}
-	for k := range orig.Values {
-		if _, ok := final.Values[k]; !ok {
-			delete(r.Values, k)
-		}
-	}
+	r.Values = mergeMap(r.Values, orig.Values, final.Values, bytes.Equal)
+	r.Auth = mergeMap(r.Auth, orig.Auth, final.Auth, func(a, b string) bool { return a == b })
 	if final.Tenant != orig.Tenant {
 		r.Tenant = final.Tenant
-	}
-	if !maps.Equal(final.Auth, orig.Auth) {
-		r.Auth = maps.Clone(final.Auth)
 	}
 	if final.Remember != orig.Remember {
 		r.Remember = final.Remember
 	}
+}
+
+// mergeMap applies to r the entries set, changed or deleted from orig to
+// final, and returns it.
+func mergeMap[V any](r, orig, final map[string]V, equal func(a, b V) bool) map[string]V {
+	for k, v := range final {
+		if o, ok := orig[k]; !ok || !equal(o, v) {
+			if r == nil {
+				r = map[string]V{}
+			}
+			r[k] = v
+		}
+	}
+	for k := range orig {
+		if _, ok := final[k]; !ok {
+			delete(r, k)
+		}
+	}
+	return r
 }
 
 // report logs a failed load or save with its cause, never the session ID.
