@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,5 +96,29 @@ func TestInvalidateOnAnotherInstanceIsNotAnsweredByAnOlderLoad(t *testing.T) {
 	<-first
 	if got != "new" {
 		t.Errorf("Get after another instance's Invalidate: got %q, want new", got)
+	}
+}
+
+// A loader that calls back into the cache for the key it is loading (with
+// the context it was given) gets an error instead of waiting for its own
+// load forever.
+func TestLoaderThatGetsItsOwnKeyDoesNotDeadlock(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	var c *cache.Cache
+	var inner error
+	load := func(ctx context.Context, key string) ([]byte, bool, error) {
+		_, _, inner = c.Get(ctx, key)
+		return []byte("v"), true, nil
+	}
+	c, _ = cache.New(cache.Config{Name: "c", Backend: b, Load: load})
+	done := make(chan error)
+	go func() { _, _, err := c.Get(context.Background(), "k"); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil || !errors.Is(inner, cache.ErrReentrantLoad) {
+			t.Errorf("outer Get: %v; the loader's own Get: %v, want ErrReentrantLoad", err, inner)
+		}
+	case <-time.After(10 * time.Second): // only on failure
+		t.Fatal("a loader calling Get for its own key deadlocked")
 	}
 }

@@ -89,7 +89,9 @@ import (
 )
 
 // Loader loads key from the origin. found = false is a miss (cached
-// negatively); an error is not cached.
+// negatively); an error is not cached. A loader that asks the cache for
+// the key it is loading, with the context it was given, gets
+// ErrReentrantLoad (it would wait for itself).
 type Loader func(ctx context.Context, key string) (value []byte, found bool, err error)
 
 // BulkLoader loads keys from the origin in one call and returns the values
