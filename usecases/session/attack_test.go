@@ -119,3 +119,58 @@ func TestRotateIDAfterAMergedSave(t *testing.T) {
 		}
 	}
 }
+
+// Login promises that the request's previous session is unusable once it
+// returns. If that session could not be loaded (the store failed), Login
+// cannot revoke it: it fails rather than hand out a new session beside a
+// still-valid old ID.
+func TestLoginAfterAFailedLoadLeavesNoValidOldID(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	flaky := &storetest.Flaky{Backend: b}
+	m, _ := session.New(session.Config{Backend: flaky})
+	mw, _ := session.NewMiddleware(session.HTTPConfig{Manager: m})
+	ctx := context.Background()
+	old, err := m.CreateAnonymous(ctx) // say, an ID an attacker planted
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loginErr error
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		flaky.Down.Store(false) // the store is back by the time the handler runs
+		_, loginErr = session.Login(r.Context(), "alice", "", nil)
+	}))
+	flaky.Down.Store(true) // the load fails
+	req := httptest.NewRequest("POST", "/login", nil)
+	req.AddCookie(&http.Cookie{Name: "tide_session", Value: old.ID})
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if _, ok, _ := m.Load(ctx, old.ID); ok && loginErr == nil {
+		t.Error("Login succeeded and the request's previous session ID still loads")
+	}
+}
+
+// Logout promises to revoke the request's session. If that session could
+// not be loaded (the store failed), Logout reports the failure rather than
+// clear the cookie and leave the session valid for anyone holding its ID.
+func TestLogoutAfterAFailedLoadDoesNotClaimSuccess(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	flaky := &storetest.Flaky{Backend: b}
+	m, _ := session.New(session.Config{Backend: flaky})
+	mw, _ := session.NewMiddleware(session.HTTPConfig{Manager: m})
+	ctx := context.Background()
+	s, err := m.Create(ctx, "alice", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logoutErr error
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		flaky.Down.Store(false)
+		logoutErr = session.Logout(r.Context())
+	}))
+	flaky.Down.Store(true)
+	req := httptest.NewRequest("POST", "/logout", nil)
+	req.AddCookie(&http.Cookie{Name: "tide_session", Value: s.ID})
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if _, ok, _ := m.Load(ctx, s.ID); ok && logoutErr == nil {
+		t.Error("Logout reported success and the session still loads")
+	}
+}

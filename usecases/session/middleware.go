@@ -54,6 +54,7 @@ type state struct {
 	r       *http.Request
 	sess    *Session
 	loadErr error  // the store failed loading the cookie's session
+	loadID  string // the cookie's session ID, when loadErr is set
 	changed bool   // Set/Delete values were called through the context helpers
 	snap    []byte // sess's record as loaded, encoded: a difference after the handler is saved
 }
@@ -152,7 +153,7 @@ func serve(cfg *HTTPConfig, next http.Handler, w http.ResponseWriter, r *http.Re
 		s, ok, err := cfg.Manager.Load(r.Context(), c.Value)
 		switch {
 		case err != nil:
-			st.loadErr = err
+			st.loadErr, st.loadID = err, c.Value
 			st.report(r, "load", err)
 			if cfg.RefuseOnLoadError {
 				cfg.Options.Respond(w, r, httpmw.Problem{Status: http.StatusServiceUnavailable,
@@ -237,6 +238,24 @@ func mergeMap[V any](r, orig, final map[string]V, equal func(a, b V) bool) map[s
 	return r
 }
 
+// retryLoad loads the cookie's session again if the first load failed,
+// for the helpers that must not act beside a session that may be live
+// (Start, Login, Logout): it returns the store's error if it fails again.
+func (st *state) retryLoad(ctx context.Context) error {
+	if st.sess != nil || st.loadErr == nil {
+		return nil
+	}
+	s, ok, err := st.cfg.Manager.Load(ctx, st.loadID)
+	if err != nil {
+		return err
+	}
+	st.loadErr, st.loadID = nil, ""
+	if ok {
+		st.use(s)
+	}
+	return nil
+}
+
 // report logs a failed load or save with its cause, never the session ID.
 func (st *state) report(r *http.Request, op string, err error) {
 	st.cfg.Options.Report(r, slog.LevelError, "tide: session "+op+" failed", err, slog.String("op", op))
@@ -289,18 +308,20 @@ func FromContext(ctx context.Context) *Session {
 // setting its cookie) if it has none: call it before storing a visitor's
 // cart, CSRF token or flash message. A session ID the client sent that
 // names no session is never adopted: the new session gets a fresh ID. If
-// the store failed to load the request's session, Start returns that
-// error rather than replace the cookie of a session that may well be live.
+// the store failed to load the request's session, Start, Login and Logout
+// load it again, and return the store's error if that fails too, rather
+// than replace the cookie of a session that may well be live (Login and
+// Logout could not revoke it).
 func Start(ctx context.Context) (*Session, error) {
 	st := from(ctx)
 	if st == nil {
 		return nil, ErrNoMiddleware
 	}
+	if err := st.retryLoad(ctx); err != nil {
+		return nil, err
+	}
 	if st.sess != nil {
 		return st.sess, nil
-	}
-	if st.loadErr != nil {
-		return nil, st.loadErr
 	}
 	s, err := st.cfg.Manager.CreateAnonymous(ctx)
 	if err != nil {
@@ -344,6 +365,9 @@ func Login(ctx context.Context, userID, tenant string, auth map[string]string) (
 	st := from(ctx)
 	if st == nil {
 		return nil, ErrNoMiddleware
+	}
+	if err := st.retryLoad(ctx); err != nil {
+		return nil, err
 	}
 	s, err := st.cfg.Manager.Login(ctx, st.sess, userID, tenant, auth)
 	if err != nil {
@@ -395,6 +419,9 @@ func Logout(ctx context.Context) error {
 	st := from(ctx)
 	if st == nil {
 		return ErrNoMiddleware
+	}
+	if err := st.retryLoad(ctx); err != nil {
+		return err
 	}
 	if st.sess != nil {
 		if _, err := st.cfg.Manager.Destroy(ctx, st.sess.ID); err != nil {
