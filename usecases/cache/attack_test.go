@@ -122,3 +122,53 @@ func TestLoaderThatGetsItsOwnKeyDoesNotDeadlock(t *testing.T) {
 		t.Fatal("a loader calling Get for its own key deadlocked")
 	}
 }
+
+// Under concurrent Gets the counters are exact: every Get is one hit or
+// one miss, and Loads equals the loader's calls.
+func TestStatsExactUnderConcurrency(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	var calls atomic.Uint64
+	load := func(ctx context.Context, key string) ([]byte, bool, error) {
+		calls.Add(1)
+		return []byte(key), key != "k0", nil
+	}
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b, Load: load})
+	const workers, gets = 8, 200
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range gets {
+				key := string(rune('0' + (i+w)%10))
+				if _, _, err := c.Get(context.Background(), "k"+key); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	st := c.Stats()
+	if st.Hits+st.Misses != workers*gets || st.Loads != calls.Load() || st.Loads < 10 {
+		t.Errorf("Stats %+v after %d Gets and %d loader calls", st, workers*gets, calls.Load())
+	}
+}
+
+// GetMany with a key repeated asks the bulk loader for it once and answers
+// it once.
+func TestGetManyDuplicateKeysLoadOnce(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b})
+	var asked []string
+	got, err := c.GetMany(context.Background(), []string{"a", "b", "a", "a", "missing", "missing"}, func(ctx context.Context, keys []string) (map[string][]byte, error) {
+		asked = append(asked, keys...)
+		return map[string][]byte{"a": []byte("A"), "b": []byte("B"), "extra": []byte("X")}, nil
+	})
+	if err != nil || len(got) != 2 || string(got["a"]) != "A" || string(got["b"]) != "B" {
+		t.Errorf("GetMany: got %v, %v", got, err)
+	}
+	if len(asked) != 3 {
+		t.Errorf("loader asked for %v, want a, b, missing once each", asked)
+	}
+}
