@@ -8,7 +8,10 @@
 //     NegativeTTL, so a flood of requests for a key that does not exist
 //     does not reach the origin every time.
 //   - Single flight: concurrent misses for one key in one process share one
-//     load (Group), so a stampede on a missing key loads it once.
+//     load (Group), so a stampede on a missing key loads it once. Only
+//     callers that found the same entry share a load: one that found an
+//     Invalidate's marker (from any process) never joins a load begun
+//     before it.
 //
 // # TTL kind
 //
@@ -76,6 +79,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +89,9 @@ import (
 )
 
 // Loader loads key from the origin. found = false is a miss (cached
-// negatively); an error is not cached.
+// negatively); an error is not cached. A loader that asks the cache for
+// the key it is loading, with the context it was given, gets
+// ErrReentrantLoad (it would wait for itself).
 type Loader func(ctx context.Context, key string) (value []byte, found bool, err error)
 
 // BulkLoader loads keys from the origin in one call and returns the values
@@ -375,20 +381,33 @@ func (c *Cache) GetWith(ctx context.Context, key string, load Loader) ([]byte, b
 		if e := c.decode(it); e.hit {
 			c.hits.Add(1)
 			if e.aged {
-				c.refresh(ctx, key, load)
+				c.refresh(ctx, key, it.Version, load)
 			}
 			return e.value, e.found, nil
 		}
 	}
 	c.misses.Add(1)
 	storeUp := err == nil
-	r, err := c.group.Do(ctx, key, func(ctx context.Context) (Result, error) {
+	r, err := c.group.Do(ctx, flightKey(key, it.Version, storeUp), func(ctx context.Context) (Result, error) {
 		return c.fill(ctx, key, load, storeUp, false)
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return r.Value, r.Found, nil
+}
+
+// flightKey is the Group key of a load of key by a caller that found the
+// entry at version v (0: absent): callers share a load only if they saw
+// the same entry. A caller that saw a newer entry (an Invalidate's marker,
+// written by any process sharing the backend) therefore never joins a load
+// begun before it. Versions are digits after the last NUL, so no two
+// (key, version) pairs give one flight key.
+func flightKey(key string, v uint64, storeUp bool) string {
+	if !storeUp {
+		return key + "\x00?"
+	}
+	return key + "\x00" + strconv.FormatUint(v, 10)
 }
 
 // fill loads key and stores the result, inside the key's flight. It reads
@@ -444,7 +463,7 @@ func (c *Cache) store(ctx context.Context, key string, v []byte, found bool, o s
 
 // refresh starts a background refresh of key with load, unless one is
 // running for key, MaxRefreshes are running, or the cache is closed.
-func (c *Cache) refresh(ctx context.Context, key string, load Loader) {
+func (c *Cache) refresh(ctx context.Context, key string, version uint64, load Loader) {
 	c.mu.Lock()
 	_, running := c.refreshing[key]
 	if running || c.closed || len(c.refreshing) >= c.cfg.MaxRefreshes {
@@ -468,8 +487,16 @@ func (c *Cache) refresh(ctx context.Context, key string, load Loader) {
 		}()
 		defer stop()
 		defer cancel()
-		_, err := c.group.Do(bctx, key, func(ctx context.Context) (Result, error) {
-			return c.fill(ctx, key, load, true, true)
+		// The Group runs fill without bctx's cancellation; Close must still
+		// reach the loader (a load that returns anyway is still stored).
+		closable := func(ctx context.Context, key string) ([]byte, bool, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(c.closing, cancel)()
+			return load(ctx, key)
+		}
+		_, err := c.group.Do(bctx, flightKey(key, version, true), func(ctx context.Context) (Result, error) {
+			return c.fill(ctx, key, closable, true, true)
 		})
 		if err != nil {
 			c.report(bctx, key, "tide: cache refresh failed", err)
@@ -532,7 +559,7 @@ func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (ma
 					out[k] = e.value
 				}
 				if e.aged && c.cfg.Load != nil {
-					c.refresh(ctx, k, c.cfg.Load)
+					c.refresh(ctx, k, it.Version, c.cfg.Load)
 				}
 				continue
 			}
@@ -569,7 +596,8 @@ func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (ma
 // leaves a marker that lives TTL, so a load that outlasts the TTL itself
 // may still land.
 func (c *Cache) Invalidate(ctx context.Context, key string) error {
+	// The marker's new version also keeps later Gets, in any process, from
+	// joining a load begun before it (see flightKey).
 	_, _, err := c.cfg.Backend.Set(ctx, c.storeKey(key), []byte{tagStale}, store.SetOptions{TTL: max(c.cfg.TTL, c.cfg.NegativeTTL)})
-	c.group.Forget(key)
 	return err
 }

@@ -8,6 +8,10 @@ var (
 	// ErrNoLoader reports a Get or GetMany without a loader: Config.Load
 	// is nil and the call brought none.
 	ErrNoLoader = errors.New("tide: cache has no loader")
+	// ErrReentrantLoad reports a load that waits for itself: a loader (or
+	// a Group function) that asks, with the context it was given, for the
+	// key it is loading.
+	ErrReentrantLoad = errors.New("tide: cache load re-entered for its own key")
 )
 
 // PanicError reports a load function that panicked.

@@ -17,12 +17,22 @@ type Result struct {
 //
 // The load runs with the first caller's context values but without its
 // cancellation (so one caller giving up does not fail the others); a
-// waiter whose own context ends stops waiting with ctx.Err(). A load that
+// waiter whose own context ends stops waiting with ctx.Err(). A function
+// that calls Do for its own key with the context it was given gets
+// ErrReentrantLoad instead of waiting for itself. A load that
 // panics is reported to every waiter as an error, and the panic is not
 // propagated.
 type Group struct {
 	mu    sync.Mutex
 	calls map[string]*call
+}
+
+// runningKey marks the context a Group's function runs with: the run
+// (a *call) of that key in that Group, so that fn asking for its own key
+// fails instead of waiting for itself.
+type runningKey struct {
+	g   *Group
+	key string
 }
 
 type call struct {
@@ -46,6 +56,10 @@ func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Contex
 		g.calls = map[string]*call{}
 	}
 	if c, ok := g.calls[key]; ok {
+		if ctx.Value(runningKey{g, key}) == c {
+			g.mu.Unlock()
+			return Result{}, true, ErrReentrantLoad // fn would wait for itself
+		}
 		c.dups++
 		g.mu.Unlock()
 		select {
@@ -65,7 +79,7 @@ func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Contex
 				c.err = &PanicError{Value: p}
 			}
 		}()
-		c.res, c.err = fn(context.WithoutCancel(ctx))
+		c.res, c.err = fn(context.WithValue(context.WithoutCancel(ctx), runningKey{g, key}, c))
 	}()
 	g.mu.Lock()
 	if g.calls[key] == c { // not forgotten and replaced meanwhile

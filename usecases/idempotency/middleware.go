@@ -154,6 +154,9 @@ func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
 		opts.Respond(w, r, httpmw.Problem{Status: status, Message: msg, Err: err})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only the middleware says a request is a recovery, on every path
+		// (a request without a key passes through too).
+		r.Header.Del(RecoveryHeader)
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" {
 			if required(r) {
@@ -202,7 +205,6 @@ func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
 				return
 			}
 		}
-		r.Header.Del(RecoveryHeader)
 		switch c.State {
 		case InProgress:
 			w.Header().Set("Retry-After", "1")

@@ -16,7 +16,11 @@ import (
 type KeyFunc func(r *http.Request) (key string, ok bool)
 
 // CostFunc returns how many units a request consumes (say, 10 for a bulk
-// endpoint, or the body size in KiB). 0 inspects without consuming.
+// endpoint, or the body size in KiB, rounded up and at least 1). 0
+// inspects without consuming: such a request is never refused, even when
+// the quota is spent, so a client must not be able to bring its cost to 0
+// (r.ContentLength/1024 is 0 for a small body, and for any body of unknown
+// length, where ContentLength is -1).
 type CostFunc func(r *http.Request) int64
 
 // MiddlewareConfig configures NewMiddleware.

@@ -22,7 +22,9 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 //
 //   - nil once admitted; also when the store failed and the limiter fails
 //     open (the failure is reported to Config.Logger and Config.OnError);
-//   - ctx's error if ctx is done first;
+//   - ctx's error if ctx is done first, also when it ends during a store
+//     call that fails (on a limiter that fails open too: the wait is not
+//     admitted);
 //   - an error wrapping ErrWaitExceedsDeadline, at once and without
 //     sleeping, if the wait the limiter asks for would end after ctx's
 //     deadline;
@@ -41,6 +43,8 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 		}
 		r, err := l.AllowN(ctx, key, n)
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err() // ended during the call: neither admitted nor a store failure
 		case err != nil && r.Allowed:
 			return nil // fail open, reported by AllowN
 		case err != nil:

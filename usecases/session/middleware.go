@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -55,6 +54,7 @@ type state struct {
 	r       *http.Request
 	sess    *Session
 	loadErr error  // the store failed loading the cookie's session
+	loadID  string // the cookie's session ID, when loadErr is set
 	changed bool   // Set/Delete values were called through the context helpers
 	snap    []byte // sess's record as loaded, encoded: a difference after the handler is saved
 }
@@ -97,10 +97,10 @@ func (st *state) dirty() bool {
 // disconnects does not lose the session's changes), bounded by ten
 // seconds. If another request of the same session saved in between (two
 // tabs), the handler's changes are merged into the newer record value by
-// value, last writer winning per name, so neither request's changes are
-// lost; a read-modify-write of one value that must not lose updates
-// belongs in Manager.Update. A failed save is reported through
-// Options (logged with its cause; never the session ID).
+// value (and authorization entry by entry), last writer winning per name,
+// so neither request's changes are lost; a read-modify-write of one value
+// that must not lose updates belongs in Manager.Update. A failed save is
+// reported through Options (logged with its cause; never the session ID).
 //
 // Start, Login, Logout, RotateID and RememberMe, called from the handler,
 // set or clear the cookie; they must be called before the handler writes
@@ -153,7 +153,7 @@ func serve(cfg *HTTPConfig, next http.Handler, w http.ResponseWriter, r *http.Re
 		s, ok, err := cfg.Manager.Load(r.Context(), c.Value)
 		switch {
 		case err != nil:
-			st.loadErr = err
+			st.loadErr, st.loadID = err, c.Value
 			st.report(r, "load", err)
 			if cfg.RefuseOnLoadError {
 				cfg.Options.Respond(w, r, httpmw.Problem{Status: http.StatusServiceUnavailable,
@@ -190,39 +190,70 @@ func (st *state) save(ctx context.Context) error {
 		return err
 	}
 	final := st.sess.Record
-	_, err = m.Update(ctx, st.sess.ID, func(s *Session) error {
+	merged, err := m.Update(ctx, st.sess.ID, func(s *Session) error {
 		merge(&s.Record, &orig, &final)
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// The request's session is now the merged record, at its new version
+	// (a RotateID that follows compares and deletes that version).
+	*st.sess = *merged
+	return nil
 }
 
-// merge applies to r the changes from orig to final: every value set,
-// changed or deleted, and the tenant, authorization context and Remember
-// flag if they changed.
+// merge applies to r the changes from orig to final: every value and
+// every authorization entry set, changed or deleted (entry by entry, so
+// that an entry another request removed meanwhile stays removed unless
+// this request changed it), and the tenant and Remember flag if they
+// changed.
 func merge(r, orig, final *Record) {
-	for k, v := range final.Values {
-		if o, ok := orig.Values[k]; !ok || !bytes.Equal(o, v) {
-			if r.Values == nil {
-				r.Values = map[string][]byte{}
-			}
-			r.Values[k] = v
-		}
-	}
-	for k := range orig.Values {
-		if _, ok := final.Values[k]; !ok {
-			delete(r.Values, k)
-		}
-	}
+	r.Values = mergeMap(r.Values, orig.Values, final.Values, bytes.Equal)
+	r.Auth = mergeMap(r.Auth, orig.Auth, final.Auth, func(a, b string) bool { return a == b })
 	if final.Tenant != orig.Tenant {
 		r.Tenant = final.Tenant
-	}
-	if !maps.Equal(final.Auth, orig.Auth) {
-		r.Auth = maps.Clone(final.Auth)
 	}
 	if final.Remember != orig.Remember {
 		r.Remember = final.Remember
 	}
+}
+
+// mergeMap applies to r the entries set, changed or deleted from orig to
+// final, and returns it.
+func mergeMap[V any](r, orig, final map[string]V, equal func(a, b V) bool) map[string]V {
+	for k, v := range final {
+		if o, ok := orig[k]; !ok || !equal(o, v) {
+			if r == nil {
+				r = map[string]V{}
+			}
+			r[k] = v
+		}
+	}
+	for k := range orig {
+		if _, ok := final[k]; !ok {
+			delete(r, k)
+		}
+	}
+	return r
+}
+
+// retryLoad loads the cookie's session again if the first load failed,
+// for the helpers that must not act beside a session that may be live
+// (Start, Login, Logout): it returns the store's error if it fails again.
+func (st *state) retryLoad(ctx context.Context) error {
+	if st.sess != nil || st.loadErr == nil {
+		return nil
+	}
+	s, ok, err := st.cfg.Manager.Load(ctx, st.loadID)
+	if err != nil {
+		return err
+	}
+	st.loadErr, st.loadID = nil, ""
+	if ok {
+		st.use(s)
+	}
+	return nil
 }
 
 // report logs a failed load or save with its cause, never the session ID.
@@ -277,18 +308,20 @@ func FromContext(ctx context.Context) *Session {
 // setting its cookie) if it has none: call it before storing a visitor's
 // cart, CSRF token or flash message. A session ID the client sent that
 // names no session is never adopted: the new session gets a fresh ID. If
-// the store failed to load the request's session, Start returns that
-// error rather than replace the cookie of a session that may well be live.
+// the store failed to load the request's session, Start, Login and Logout
+// load it again, and return the store's error if that fails too, rather
+// than replace the cookie of a session that may well be live (Login and
+// Logout could not revoke it).
 func Start(ctx context.Context) (*Session, error) {
 	st := from(ctx)
 	if st == nil {
 		return nil, ErrNoMiddleware
 	}
+	if err := st.retryLoad(ctx); err != nil {
+		return nil, err
+	}
 	if st.sess != nil {
 		return st.sess, nil
-	}
-	if st.loadErr != nil {
-		return nil, st.loadErr
 	}
 	s, err := st.cfg.Manager.CreateAnonymous(ctx)
 	if err != nil {
@@ -332,6 +365,9 @@ func Login(ctx context.Context, userID, tenant string, auth map[string]string) (
 	st := from(ctx)
 	if st == nil {
 		return nil, ErrNoMiddleware
+	}
+	if err := st.retryLoad(ctx); err != nil {
+		return nil, err
 	}
 	s, err := st.cfg.Manager.Login(ctx, st.sess, userID, tenant, auth)
 	if err != nil {
@@ -383,6 +419,9 @@ func Logout(ctx context.Context) error {
 	st := from(ctx)
 	if st == nil {
 		return ErrNoMiddleware
+	}
+	if err := st.retryLoad(ctx); err != nil {
+		return err
 	}
 	if st.sess != nil {
 		if _, err := st.cfg.Manager.Destroy(ctx, st.sess.ID); err != nil {
