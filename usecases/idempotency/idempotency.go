@@ -266,7 +266,8 @@ func newOwner() string {
 }
 
 // Claim tries to claim k for a request with fingerprint fp. A key reused
-// with another fingerprint is ErrMismatch.
+// with another fingerprint is ErrMismatch. If ctx ends before the store
+// answers, the error is ctx's cause, not reported as a store failure.
 func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 	if k.Key == "" {
 		return Claim{}, ErrInvalidKey
@@ -275,6 +276,9 @@ func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 	d := &store.Idempotency{Op: store.IdemClaim, Key: s.StoreKey(k), Fingerprint: fp, Owner: owner,
 		Lease: s.cfg.Lease, Retention: s.cfg.Retention}
 	if err := s.cfg.Backend.Idempotency(ctx, d); err != nil {
+		if ctx.Err() != nil {
+			return Claim{}, context.Cause(ctx) // the caller went away: not a store failure
+		}
 		s.report(ctx, slog.LevelError, "tide: idempotency claim failed", k, err)
 		s.storeErrors.Add(1)
 		return Claim{}, err

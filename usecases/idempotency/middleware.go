@@ -188,6 +188,8 @@ func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
 		case errors.Is(err, ErrMismatch):
 			refuse(w, r, http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request", err)
 			return
+		case err != nil && r.Context().Err() != nil:
+			return // the client went away before its claim was decided: nothing ran, nothing to answer
 		case err != nil:
 			opts.Report(r, slog.LevelError, "tide: idempotency claim failed; request refused", err, attrs...)
 			refuse(w, r, http.StatusServiceUnavailable, "idempotency store unavailable", err)

@@ -127,6 +127,8 @@ func serve(cfg MiddlewareConfig, policy string, next http.Handler, w http.Respon
 		}
 		opts.Respond(w, r, httpmw.Problem{Status: status, Message: "request exceeds the rate limit's quota", Err: err})
 		return
+	case err != nil && r.Context().Err() != nil:
+		return // the client went away before the decision: nothing to answer, nothing admitted
 	case err != nil && res.Allowed:
 		opts.Report(r, slog.LevelWarn, "tide: rate limit store failed; request allowed (fail open)", err, l.logAttrs(k)...)
 		next.ServeHTTP(w, r)

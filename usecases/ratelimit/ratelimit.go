@@ -250,7 +250,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // them if so. n = 0 inspects without recording. A denied request changes
 // nothing. n < 0 or n > the limit (burst) is ErrInvalidCost. If the store
 // fails, the Result is chosen by Config.OnStoreError and the error wraps
-// ErrStore.
+// ErrStore. If ctx ends before the store answers (a client that went
+// away), the events are not admitted, the error is ctx's cause, and it is
+// neither reported nor counted as a store failure.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
 	limit := l.cfg.Limit
 	if l.cfg.Algorithm == TokenBucket {
@@ -277,6 +279,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 		r = Result{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, Reset: d.Reset}
 	}
 	r.Limit = limit
+	if err != nil && ctx.Err() != nil {
+		return Result{Limit: limit}, context.Cause(ctx)
+	}
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrStore, err)
 		r = l.degraded(limit)
