@@ -49,26 +49,21 @@ func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error)
 		return 0, ErrClosed
 	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
 	var n int64
-	var r room
-	err := e.withRoom(&r, evp, func() (err error) {
-		s.mu.Lock()
-		n, err = s.incrLocked(e, key, h, delta, o, &r, evp)
-		e.b.endRound(&r, err)
-		s.mu.Unlock()
-		return err
-	})
-	e.deliver(ev)
+	var err error
+	var op locked
+	for op.lock(e, s) {
+		n, err = s.incrLocked(key, h, delta, o, op.now, &op.r, op.events())
+		err = op.unlock(err)
+	}
 	return n, err
 }
 
-func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrOptions, r *room, ev *[]Removal) (int64, error) {
+// incrLocked is IncrWith under the shard's exclusive lock.
+func (s *shard) incrLocked(key string, h uint64, delta int64, o IncrOptions, now int64, r *room, ev *[]Removal) (int64, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
-	now := e.now()
 	slot, found := s.lookupLocked(key, h, now, ev)
 	var n int64
 	var deadline int64

@@ -219,3 +219,12 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 		s.boundIndexLocked()
 	}
 }
+
+// countRead counts a read's hit or miss.
+func (s *shard) countRead(hit bool) {
+	if hit {
+		s.hits.Add(1)
+	} else {
+		s.misses.Add(1)
+	}
+}

@@ -86,32 +86,22 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 	}
 	slices.Sort(idx)
 	idx = slices.Compact(idx)
-	var ev []Removal
-	evp := e.events(&ev)
-	var r room
-	err = e.withRoom(&r, evp, func() (err error) {
-		for _, i := range idx {
-			e.shards[i].mu.Lock()
-		}
+	var op locked
+	for op.lockShards(e, idx) {
 		if len(idx) > 0 && e.shards[idx[0]].closed {
 			// Close marks every shard under its own lock, so a locked
 			// shard is a valid witness.
 			err = ErrClosed
 		} else {
-			versions, committed, err = e.commitLocked(pre, ops, hashes, &r, evp)
+			versions, committed, err = e.commitLocked(pre, ops, hashes, op.now, &op.r, op.events())
 		}
-		e.b.endRound(&r, err)
-		for _, i := range slices.Backward(idx) {
-			e.shards[i].mu.Unlock()
-		}
-		return err
-	})
-	e.deliver(ev)
+		err = op.unlock(err)
+	}
 	return versions, committed, err
 }
 
-func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, r *room, ev *[]Removal) ([]uint64, bool, error) {
-	now := e.now()
+// commitLocked is Commit with its shards locked, deciding at now.
+func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now int64, r *room, ev *[]Removal) ([]uint64, bool, error) {
 	for _, p := range pre {
 		s, h := e.shardFor(p.Key)
 		slot, ok := s.lookupLocked(p.Key, h, now, ev)

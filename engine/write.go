@@ -44,17 +44,11 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 		return 0, false, ErrClosed
 	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
-	var r room
-	err = e.withRoom(&r, evp, func() error {
-		s.mu.Lock()
-		version, ok, err = s.setLocked(e, key, h, value, o, &r, evp)
-		e.b.endRound(&r, err)
-		s.mu.Unlock()
-		return err
-	})
-	e.deliver(ev)
+	var op locked
+	for op.lock(e, s) {
+		version, ok, err = s.setLocked(key, h, value, o, op.now, &op.r, op.events())
+		err = op.unlock(err)
+	}
 	return version, ok, err
 }
 
@@ -72,11 +66,10 @@ func checkWriteTTL(ttl time.Duration, keep bool) error {
 }
 
 // setLocked is SetWith under the shard's exclusive lock.
-func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOptions, r *room, ev *[]Removal) (uint64, bool, error) {
+func (s *shard) setLocked(key string, h uint64, value []byte, o SetOptions, now int64, r *room, ev *[]Removal) (uint64, bool, error) {
 	if s.closed {
 		return 0, false, ErrClosed
 	}
-	now := e.now()
 	slot, found := s.lookupLocked(key, h, now, ev)
 	switch {
 	case o.Only == IfAbsent && found, o.Only == IfPresent && !found:
@@ -249,22 +242,26 @@ func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
 		return nil, false
 	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
 	var val []byte
-	s.mu.Lock()
-	slot, ok := s.lookupLocked(key, h, e.now(), evp)
-	if ok && version != 0 && s.at(slot).version() != version {
-		ok = false
+	var ok bool
+	var op locked
+	for op.lock(e, s) {
+		val, ok = s.removeKeyLocked(key, h, version, load, op.now, op.events())
+		op.unlock(nil)
 	}
-	if ok {
-		if load {
-			val = append([]byte{}, s.at(slot).value()...)
-		}
-		s.removeLocked(slot, h, Deleted, evp)
-		s.maybeShrinkLocked()
-	}
-	s.mu.Unlock()
-	e.deliver(ev)
 	return val, ok
+}
+
+// removeKeyLocked is remove under the shard's exclusive lock.
+func (s *shard) removeKeyLocked(key string, h uint64, version uint64, load bool, now int64, ev *[]Removal) (val []byte, ok bool) {
+	slot, ok := s.lookupLocked(key, h, now, ev)
+	if !ok || (version != 0 && s.at(slot).version() != version) {
+		return nil, false
+	}
+	if load {
+		val = append([]byte{}, s.at(slot).value()...)
+	}
+	s.removeLocked(slot, h, Deleted, ev)
+	s.maybeShrinkLocked()
+	return val, true
 }
