@@ -115,7 +115,8 @@ func badCases() []badCase {
 	var cs []badCase
 	add := func(c ...badCase) { cs = append(cs, c...) }
 
-	// Keys: oversized keys are rejected by writes and never found by reads.
+	// Keys: an oversized key is ErrKeyTooLarge on every call that returns
+	// an error, and a miss on every other.
 	for _, k := range []struct{ name, key string }{{"key+1", longKey}, {"1MiB key", hugeKey}} {
 		key := k.key
 		add(
@@ -149,13 +150,19 @@ func badCases() []badCase {
 			badCase{name: "Delete " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Delete(key)), nil }, result: "false"},
 			badCase{name: "GetAndDelete " + k.name, run: func(e *engine.Engine) (string, error) { return gr(e.GetAndDelete(key)) }, result: `"" false`},
 			badCase{name: "CompareAndDelete " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.CompareAndDelete(key, 1)), nil }, result: "false"},
-			badCase{name: "Expire " + k.name, run: func(e *engine.Engine) (string, error) { return br(e.Expire(key, time.Second, engine.ExpireAlways)) }, result: "ok=false"},
+			badCase{name: "Expire " + k.name, run: func(e *engine.Engine) (string, error) { return br(e.Expire(key, time.Second, engine.ExpireAlways)) }, want: engine.ErrKeyTooLarge, result: "ok=false"},
+			badCase{name: "ExpireAt " + k.name, run: func(e *engine.Engine) (string, error) {
+				return br(e.ExpireAt(key, badStart.Add(time.Second), engine.ExpireAlways))
+			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
+			badCase{name: "CompareAndSwap MustBeAbsent " + k.name, run: func(e *engine.Engine) (string, error) {
+				return wr3(e.CompareAndSwap(key, engine.MustBeAbsent, []byte("v")))
+			}, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "Persist " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist(key)), nil }, result: "false"},
 			badCase{name: "Pin " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Pin(key, true)), nil }, result: "false"},
 			badCase{name: "GetAndExpire " + k.name, run: func(e *engine.Engine) (string, error) {
 				_, ok, err := e.GetAndExpire(key, time.Second)
 				return br(ok, err)
-			}, result: "ok=false"},
+			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
 		)
 	}
 

@@ -9,7 +9,7 @@ import (
 // Expire sets key to expire ttl from now if cond holds, and reports whether
 // it did. A ttl ≤ 0 (NoTTL included: Persist removes a TTL, Delete a key)
 // or one that overflows the clock is ErrInvalidTTL, and the key is left as
-// it was.
+// it was; other errors: ErrInvalidOptions, ErrKeyTooLarge, ErrClosed.
 func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bool, error) {
 	if cond > ExpireLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
@@ -43,11 +43,11 @@ func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now 
 	if cond > ExpireLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
 	}
+	if err := e.checkKey(key); err != nil {
+		return false, err
+	}
 	if e.closed.Load() {
 		return false, ErrClosed
-	}
-	if len(key) > e.maxKey {
-		return false, nil
 	}
 	s, h := e.shardFor(key)
 	var done bool
@@ -140,11 +140,11 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	if ttl <= 0 {
 		return Item{}, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
 	}
+	if err := e.checkKey(key); err != nil {
+		return Item{}, false, err
+	}
 	if e.closed.Load() {
 		return Item{}, false, ErrClosed
-	}
-	if len(key) > e.maxKey {
-		return Item{}, false, nil
 	}
 	s, h := e.shardFor(key)
 	var it Item

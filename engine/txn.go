@@ -8,7 +8,7 @@ import (
 )
 
 // Precondition is a version a transaction requires: the key must exist with
-// exactly Version, or, if Version is 0, must not exist. An expired or
+// exactly Version, or, if Version is MustBeAbsent, must not exist. An expired or
 // evicted key no longer has its old version, so a precondition on it fails.
 type Precondition struct {
 	Key     string
@@ -106,7 +106,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 		s, h := e.shardFor(p.Key)
 		slot, ok := s.lookupLocked(p.Key, h, now, ev)
 		switch {
-		case !ok && p.Version != 0, ok && s.at(slot).version() != p.Version:
+		case !ok && p.Version != MustBeAbsent, ok && s.at(slot).version() != p.Version:
 			return nil, false, nil
 		}
 	}

@@ -44,6 +44,18 @@ type Removal struct {
 	Cause   Cause
 }
 
+// Special version values (see "Contract" in the package doc). No key ever
+// has version 0: versions start at 1.
+const (
+	// AnyVersion, as SetOptions.IfVersion, puts no condition on the key's
+	// version.
+	AnyVersion uint64 = 0
+	// MustBeAbsent, as Precondition.Version, requires that the key does
+	// not exist. As the version argument of CompareAndSwap or
+	// CompareAndDelete it matches no key.
+	MustBeAbsent uint64 = 0
+)
+
 // NoTTL says "no expiry": the TTL reported for a key without one, and the
 // TTL a write passes (SetOptions.TTL, IncrOptions.TTL, Op.TTL) to create or
 // leave a key without one. See "TTL arguments" in the package doc.
@@ -90,8 +102,8 @@ type SetOptions struct {
 	TTLOnCreate bool
 	// Only restricts the write to an absent or present key.
 	Only Condition
-	// IfVersion, if non-zero, makes the write a compare-and-swap: it
-	// happens only if the key exists with exactly this version.
+	// IfVersion, unless AnyVersion, makes the write a compare-and-swap:
+	// it happens only if the key exists with exactly this version.
 	IfVersion uint64
 	// Pin exempts the key from eviction. Pinning is sticky: a later write
 	// without Pin keeps it pinned; Engine.Pin changes it.

@@ -37,7 +37,7 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 	if err := checkWriteTTL(o.TTL, o.KeepTTL && !o.TTLOnCreate); err != nil {
 		return 0, false, err
 	}
-	if o.Only > IfPresent || (o.IfVersion != 0 && o.Only == IfAbsent) {
+	if o.Only > IfPresent || (o.IfVersion != AnyVersion && o.Only == IfAbsent) {
 		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", ErrInvalidOptions, o.Only, o.IfVersion)
 	}
 	if e.closed.Load() {
@@ -74,7 +74,7 @@ func (s *shard) setLocked(key string, h uint64, value []byte, o SetOptions, now 
 	switch {
 	case o.Only == IfAbsent && found, o.Only == IfPresent && !found:
 		return 0, false, nil
-	case o.IfVersion != 0 && (!found || s.at(slot).version() != o.IfVersion):
+	case o.IfVersion != AnyVersion && (!found || s.at(slot).version() != o.IfVersion):
 		return 0, false, nil
 	}
 	var deadline int64
@@ -203,9 +203,17 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 //	}
 //	return 0, false, nil
 //
-// A missing or due key never matches. Errors are those of SetWith.
+// A missing or due key never matches, nor does old = MustBeAbsent. Errors
+// are those of SetWith.
 func (e *Engine) CompareAndSwap(key string, old uint64, value []byte) (version uint64, swapped bool, err error) {
-	if old == 0 {
+	if old == MustBeAbsent {
+		// Matches no key; the argument and closed rules still apply.
+		if err := e.checkKey(key); err != nil {
+			return 0, false, err
+		}
+		if e.closed.Load() {
+			return 0, false, ErrClosed
+		}
 		return 0, false, nil
 	}
 	return e.SetWith(key, value, SetOptions{IfVersion: old, KeepTTL: true})
@@ -213,7 +221,7 @@ func (e *Engine) CompareAndSwap(key string, old uint64, value []byte) (version u
 
 // Delete removes key and reports whether it existed.
 func (e *Engine) Delete(key string) (deleted bool) {
-	_, deleted = e.remove(key, 0, false)
+	_, deleted = e.remove(key, AnyVersion, false)
 	return deleted
 }
 
@@ -225,7 +233,7 @@ func (e *Engine) Delete(key string) (deleted bool) {
 //	}
 //	return false
 func (e *Engine) CompareAndDelete(key string, version uint64) (deleted bool) {
-	if version == 0 {
+	if version == MustBeAbsent {
 		return false
 	}
 	_, deleted = e.remove(key, version, false)
@@ -234,9 +242,11 @@ func (e *Engine) CompareAndDelete(key string, version uint64) (deleted bool) {
 
 // GetAndDelete removes key and returns the value it had (Redis GETDEL).
 func (e *Engine) GetAndDelete(key string) (value []byte, loaded bool) {
-	return e.remove(key, 0, true)
+	return e.remove(key, AnyVersion, true)
 }
 
+// remove deletes key if it exists with version (any version for
+// AnyVersion), returning its value if load.
 func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
 	if e.closed.Load() || len(key) > e.maxKey {
 		return nil, false
@@ -255,7 +265,7 @@ func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
 // removeKeyLocked is remove under the shard's exclusive lock.
 func (s *shard) removeKeyLocked(key string, h uint64, version uint64, load bool, now int64, ev *[]Removal) (val []byte, ok bool) {
 	slot, ok := s.lookupLocked(key, h, now, ev)
-	if !ok || (version != 0 && s.at(slot).version() != version) {
+	if !ok || (version != AnyVersion && s.at(slot).version() != version) {
 		return nil, false
 	}
 	if load {

@@ -506,12 +506,12 @@ func (h *harness) doSet(k string, v []byte, o engine.SetOptions, via string) {
 		want = engine.ErrKeyTooLarge
 	case ttlErr(o.TTL, o.KeepTTL && !o.TTLOnCreate) != nil:
 		want = ttlErr(o.TTL, o.KeepTTL && !o.TTLOnCreate)
-	case o.Only > engine.IfPresent || o.IfVersion != 0 && o.Only == engine.IfAbsent:
+	case o.Only > engine.IfPresent || o.IfVersion != engine.AnyVersion && o.Only == engine.IfAbsent:
 		want = engine.ErrInvalidOptions
 	case h.closed:
 		want = engine.ErrClosed
 	case o.Only == engine.IfAbsent && m != nil, o.Only == engine.IfPresent && m == nil,
-		o.IfVersion != 0 && (m == nil || m.ver != o.IfVersion):
+		o.IfVersion != engine.AnyVersion && (m == nil || m.ver != o.IfVersion):
 		wantOK = false
 	default:
 		switch {
@@ -676,6 +676,8 @@ func (h *harness) doExpire(k string, ttl time.Duration, at *time.Time, cond engi
 		case ttl <= 0:
 			// A duration ≤ 0 (NoTTL included) is refused, never "due".
 			want = engine.ErrInvalidTTL
+		case len(k) > maxKey:
+			want = engine.ErrKeyTooLarge
 		case h.closed:
 			want = engine.ErrClosed
 		case now > math.MaxInt64-int64(ttl):
@@ -695,12 +697,15 @@ func (h *harness) doExpire(k string, ttl time.Duration, at *time.Time, cond engi
 	if want == nil && cond > engine.ExpireLT {
 		want = engine.ErrInvalidOptions
 	}
+	if want == nil && len(k) > maxKey {
+		want = engine.ErrKeyTooLarge
+	}
 	if want == nil && h.closed {
 		want = engine.ErrClosed
 	}
 	m := h.live(k)
 	done := false
-	if want == nil && m != nil && len(k) <= maxKey {
+	if want == nil && m != nil {
 		cur := m.deadline
 		switch cond {
 		case engine.ExpireAlways:
@@ -747,10 +752,10 @@ func (h *harness) doGetAndExpire(k string, ttl time.Duration) {
 	switch {
 	case ttl <= 0:
 		want = engine.ErrInvalidTTL
+	case len(k) > maxKey:
+		want = engine.ErrKeyTooLarge
 	case h.closed:
 		want = engine.ErrClosed
-	case len(k) > maxKey:
-		m = nil
 	case now > math.MaxInt64-int64(ttl):
 		want = engine.ErrInvalidTTL
 	}
@@ -1193,10 +1198,20 @@ func (h *harness) op(c int, r *in) {
 		k := h.key(r)
 		ver := h.version(r, k)
 		v := h.value(r)
-		if ver == 0 {
-			_, ok, err := h.e.CompareAndSwap(k, 0, v)
-			if ok || err != nil {
-				h.failf("CompareAndSwap(%q, 0) = %v %v", k, ok, err)
+		if ver == engine.MustBeAbsent {
+			// Matches no key; the key-length and closed rules apply.
+			var want error
+			switch {
+			case len(k) > maxKey:
+				want = engine.ErrKeyTooLarge
+			case h.closed:
+				want = engine.ErrClosed
+			}
+			_, ok, err := h.e.CompareAndSwap(k, engine.MustBeAbsent, v)
+			h.logf("CompareAndSwap(%q, MustBeAbsent) = %v %v", k, ok, err)
+			h.wantErr("CompareAndSwap", err, want)
+			if ok {
+				h.failf("CompareAndSwap(%q, MustBeAbsent) swapped", k)
 			}
 			return
 		}
