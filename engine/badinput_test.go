@@ -123,7 +123,7 @@ func badCases() []badCase {
 			badCase{name: "Set " + k.name, run: func(e *engine.Engine) (string, error) { return wr(e.Set(key, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0"},
 			badCase{name: "SetTTL " + k.name, run: func(e *engine.Engine) (string, error) { return wr(e.SetTTL(key, []byte("v"), time.Second)) }, want: engine.ErrKeyTooLarge, result: "v=0"},
 			badCase{name: "SetWith IfAbsent " + k.name, run: func(e *engine.Engine) (string, error) {
-				return wr3(e.SetWith(key, nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL}))
+				return wr3(e.SetWith(key, nil, engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: engine.NoTTL}))
 			}, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "CompareAndSwap " + k.name, run: func(e *engine.Engine) (string, error) { return wr3(e.CompareAndSwap(key, 1, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "Incr " + k.name, run: func(e *engine.Engine) (string, error) { return ir(e.Incr(key)) }, want: engine.ErrKeyTooLarge, result: "n=0"},
@@ -150,9 +150,11 @@ func badCases() []badCase {
 			badCase{name: "Delete " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Delete(key)), nil }, result: "false"},
 			badCase{name: "GetAndDelete " + k.name, run: func(e *engine.Engine) (string, error) { return gr(e.GetAndDelete(key)) }, result: `"" false`},
 			badCase{name: "CompareAndDelete " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.CompareAndDelete(key, 1)), nil }, result: "false"},
-			badCase{name: "Expire " + k.name, run: func(e *engine.Engine) (string, error) { return br(e.Expire(key, time.Second, engine.ExpireAlways)) }, want: engine.ErrKeyTooLarge, result: "ok=false"},
+			badCase{name: "Expire " + k.name, run: func(e *engine.Engine) (string, error) {
+				return br(e.Expire(key, time.Second, engine.ExpireConditionAlways))
+			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
 			badCase{name: "ExpireAt " + k.name, run: func(e *engine.Engine) (string, error) {
-				return br(e.ExpireAt(key, badStart.Add(time.Second), engine.ExpireAlways))
+				return br(e.ExpireAt(key, badStart.Add(time.Second), engine.ExpireConditionAlways))
 			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
 			badCase{name: "CompareAndSwap MustBeAbsent " + k.name, run: func(e *engine.Engine) (string, error) {
 				return wr3(e.CompareAndSwap(key, engine.MustBeAbsent, []byte("v")))
@@ -182,7 +184,7 @@ func badCases() []badCase {
 			return fmt.Sprintf("ok=%v", ok), err
 		}, want: engine.ErrTooLarge, result: "ok=false"},
 		badCase{name: "IfAbsent nil value on existing key", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("plain", nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL}))
+			return wr3(e.SetWith("plain", nil, engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: engine.NoTTL}))
 		}, result: "v=0 ok=false"},
 	)
 
@@ -236,7 +238,9 @@ func badCases() []badCase {
 				_, ok, err := e.GetAndExpire("ttl", ttl)
 				return br(ok, err)
 			}, want: engine.ErrInvalidTTL, result: "ok=false"},
-			badCase{name: "Expire overflow " + d.name, run: func(e *engine.Engine) (string, error) { return br(e.Expire("plain", ttl, engine.ExpireAlways)) }, want: engine.ErrInvalidTTL, result: "ok=false"},
+			badCase{name: "Expire overflow " + d.name, run: func(e *engine.Engine) (string, error) {
+				return br(e.Expire("plain", ttl, engine.ExpireConditionAlways))
+			}, want: engine.ErrInvalidTTL, result: "ok=false"},
 			badCase{name: "IncrWith creating overflow " + d.name, run: func(e *engine.Engine) (string, error) {
 				return ir(e.IncrWith("fresh", 1, engine.IncrOptions{TTL: ttl}))
 			}, want: engine.ErrInvalidTTL, result: "n=0"},
@@ -253,7 +257,9 @@ func badCases() []badCase {
 		t    time.Time
 	}{{"2262 end+1ns", endOfTime.Add(1)}, {"year 2263", year(2263)}, {"year 3000", year(3000)}, {"year 10000", year(10000)}, {"max time", time.Unix(1<<62, 0)}} {
 		tm := at.t
-		add(badCase{name: "ExpireAt " + at.name, run: func(e *engine.Engine) (string, error) { return br(e.ExpireAt("plain", tm, engine.ExpireAlways)) }, want: engine.ErrInvalidTTL, result: "ok=false"})
+		add(badCase{name: "ExpireAt " + at.name, run: func(e *engine.Engine) (string, error) {
+			return br(e.ExpireAt("plain", tm, engine.ExpireConditionAlways))
+		}, want: engine.ErrInvalidTTL, result: "ok=false"})
 	}
 	// Deadlines in the past (also before int64 time) delete, as Redis's
 	// EXPIREAT does.
@@ -263,7 +269,7 @@ func badCases() []badCase {
 	}{{"year 1500", year(1500)}, {"year 1000", year(1000)}, {"year 1", year(1)}, {"zero Time", time.Time{}}, {"1970", time.Unix(0, 0)}, {"now", badStart}} {
 		tm := at.t
 		add(badCase{name: "ExpireAt " + at.name + " deletes", run: func(e *engine.Engine) (string, error) {
-			ok, err := e.ExpireAt("plain", tm, engine.ExpireAlways)
+			ok, err := e.ExpireAt("plain", tm, engine.ExpireConditionAlways)
 			_, found := e.Get("plain")
 			return fmt.Sprintf("ok=%v found=%v", ok, found), err
 		}, result: "ok=true found=false", changes: "plain"})
@@ -272,7 +278,7 @@ func badCases() []badCase {
 	// key left as it was; a due deadline is ExpireAt's to say.
 	for _, d := range []time.Duration{0, engine.NoTTL, minDur} {
 		add(badCase{name: fmt.Sprintf("Expire ttl %v refused", d), run: func(e *engine.Engine) (string, error) {
-			ok, err := e.Expire("plain", d, engine.ExpireAlways)
+			ok, err := e.Expire("plain", d, engine.ExpireConditionAlways)
 			_, found := e.Get("plain")
 			return fmt.Sprintf("ok=%v found=%v", ok, found), err
 		}, want: engine.ErrInvalidTTL, result: "ok=false found=true"})
@@ -293,7 +299,7 @@ func badCases() []badCase {
 			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 255, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "SetWith IfAbsent+IfVersion", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: engine.IfAbsent, IfVersion: 1, TTL: engine.NoTTL}))
+			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: engine.ConditionIfAbsent, IfVersion: 1, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "Expire condition 5", run: func(e *engine.Engine) (string, error) { return br(e.Expire("ttl", time.Second, 5)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
 		badCase{name: "Expire condition 255 ttl 0", run: func(e *engine.Engine) (string, error) { return br(e.Expire("plain", 0, 255)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
@@ -377,7 +383,7 @@ func badCases() []badCase {
 	// Calls on keys that do not exist.
 	add(
 		badCase{name: "Expire missing", run: func(e *engine.Engine) (string, error) {
-			return br(e.Expire("missing", time.Second, engine.ExpireAlways))
+			return br(e.Expire("missing", time.Second, engine.ExpireConditionAlways))
 		}, result: "ok=false"},
 		badCase{name: "Persist missing", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist("missing")), nil }, result: "false"},
 		badCase{name: "Persist no TTL", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist("plain")), nil }, result: "false"},
@@ -387,7 +393,7 @@ func badCases() []badCase {
 			return br(ok, err)
 		}, result: "ok=false"},
 		badCase{name: "SetWith IfPresent missing", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("missing", []byte("x"), engine.SetOptions{Only: engine.IfPresent, TTL: engine.NoTTL}))
+			return wr3(e.SetWith("missing", []byte("x"), engine.SetOptions{Only: engine.ConditionIfPresent, TTL: engine.NoTTL}))
 		}, result: "v=0 ok=false"},
 	)
 	return cs
@@ -530,7 +536,7 @@ func TestTTLAtTheEndOfTime(t *testing.T) {
 	if d, ok := e.TTL("end"); !ok || d != ttl {
 		t.Fatalf("TTL = %v %v, want %v", d, ok, ttl)
 	}
-	if ok, err := e.ExpireAt("plain", endOfTime, engine.ExpireAlways); !ok || err != nil {
+	if ok, err := e.ExpireAt("plain", endOfTime, engine.ExpireConditionAlways); !ok || err != nil {
 		t.Fatalf("ExpireAt(end of time) = %v %v", ok, err)
 	}
 	clk.Set(time.Unix(0, math.MaxInt64-1))

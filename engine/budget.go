@@ -238,7 +238,7 @@ func (s *shard) evictOneLocked(now int64, ev *[]Removal) bool {
 		// verifies both); fail safe.
 		return false
 	}
-	s.removeLocked(uint32(h), 0, Evicted, ev)
+	s.removeLocked(uint32(h), 0, CauseEvicted, ev)
 	return true
 }
 

@@ -96,7 +96,7 @@ func TestClockJumpForward(t *testing.T) {
 	var expired atomic.Int64
 	e := newClockEngine(t, clk, func(c *engine.Config) {
 		c.OnRemove = func(r engine.Removal) {
-			if r.Cause == engine.Expired {
+			if r.Cause == engine.CauseExpired {
 				expired.Add(1)
 			}
 		}
@@ -171,7 +171,7 @@ func TestClockStandsStill(t *testing.T) {
 			t.Fatalf("cycle removed %d with a standing clock", n)
 		}
 	}
-	if ok, _ := e.ExpireAt("k2", clk.Time(), engine.ExpireAlways); !ok {
+	if ok, _ := e.ExpireAt("k2", clk.Time(), engine.ExpireConditionAlways); !ok {
 		t.Fatal("ExpireAt(now) did not apply")
 	}
 	if _, ok := e.Get("k2"); ok {
@@ -426,7 +426,7 @@ func TestStatsDueAfterDeadlineMovesLater(t *testing.T) {
 		case "GetAndExpire":
 			e.GetAndExpire("b", time.Minute)
 		case "Expire":
-			e.Expire("b", time.Minute, engine.ExpireGT)
+			e.Expire("b", time.Minute, engine.ExpireConditionGT)
 		case "SetKeepTTL":
 			e.SetTTL("b", []byte("2"), time.Minute)
 		}

@@ -122,7 +122,7 @@ func TestOpsAfterClose(t *testing.T) {
 	closedErr["Set"] = func() error { _, err := e.Set("k", []byte("v")); return err }()
 	closedErr["SetTTL"] = func() error { _, err := e.SetTTL("k", []byte("v"), time.Second); return err }()
 	closedErr["SetWith"] = func() error {
-		_, _, err := e.SetWith("n", nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL})
+		_, _, err := e.SetWith("n", nil, engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: engine.NoTTL})
 		return err
 	}()
 	closedErr["CompareAndSwap"] = func() error { _, _, err := e.CompareAndSwap("k", it.Version, []byte("v")); return err }()
@@ -139,9 +139,12 @@ func TestOpsAfterClose(t *testing.T) {
 		return err
 	}()
 	closedErr["Commit delete"] = func() error { _, _, err := e.Commit(nil, []engine.Op{{Key: "k", Delete: true}}); return err }()
-	closedErr["Expire"] = func() error { _, err := e.Expire("t", time.Second, engine.ExpireAlways); return err }()
-	closedErr["ExpireAt due"] = func() error { _, err := e.ExpireAt("t", badStart, engine.ExpireAlways); return err }()
-	closedErr["ExpireAt"] = func() error { _, err := e.ExpireAt("t", badStart.Add(time.Minute), engine.ExpireAlways); return err }()
+	closedErr["Expire"] = func() error { _, err := e.Expire("t", time.Second, engine.ExpireConditionAlways); return err }()
+	closedErr["ExpireAt due"] = func() error { _, err := e.ExpireAt("t", badStart, engine.ExpireConditionAlways); return err }()
+	closedErr["ExpireAt"] = func() error {
+		_, err := e.ExpireAt("t", badStart.Add(time.Minute), engine.ExpireConditionAlways)
+		return err
+	}()
 	closedErr["GetAndExpire"] = func() error { _, _, err := e.GetAndExpire("t", time.Second); return err }()
 	for op, err := range closedErr {
 		if !errors.Is(err, engine.ErrClosed) {
@@ -218,7 +221,7 @@ func TestCloseDuringOperations(t *testing.T) {
 						e.Get(k)
 						e.Delete(k)
 					case 4:
-						_, err = e.Expire(k, time.Millisecond, engine.ExpireAlways)
+						_, err = e.Expire(k, time.Millisecond, engine.ExpireConditionAlways)
 					case 5:
 						for range e.Items() {
 							break

@@ -63,8 +63,10 @@ func contractOps() []contractOp {
 			_, ok, err := e.Commit([]engine.Precondition{{Key: k, Version: engine.MustBeAbsent}}, nil)
 			return ok, err
 		}},
-		{"Expire", true, func(e *engine.Engine, k string) (bool, error) { return e.Expire(k, time.Hour, engine.ExpireAlways) }},
-		{"ExpireAt", true, func(e *engine.Engine, k string) (bool, error) { return e.ExpireAt(k, at, engine.ExpireAlways) }},
+		{"Expire", true, func(e *engine.Engine, k string) (bool, error) {
+			return e.Expire(k, time.Hour, engine.ExpireConditionAlways)
+		}},
+		{"ExpireAt", true, func(e *engine.Engine, k string) (bool, error) { return e.ExpireAt(k, at, engine.ExpireConditionAlways) }},
 		{"GetAndExpire", true, func(e *engine.Engine, k string) (bool, error) {
 			_, ok, err := e.GetAndExpire(k, time.Hour)
 			return ok, err
@@ -175,7 +177,7 @@ func TestContractArgumentBeforeClosed(t *testing.T) {
 		{"SetWith zero options", third(e.SetWith("k", nil, engine.SetOptions{})), engine.ErrInvalidTTL},
 		{"SetWith KeepTTL with TTL", third(e.SetWith("k", nil, engine.SetOptions{KeepTTL: true, TTL: time.Second})), engine.ErrInvalidOptions},
 		{"IncrWith zero options", second(e.IncrWith("k", 1, engine.IncrOptions{})), engine.ErrInvalidTTL},
-		{"Expire 0", second(e.Expire("k", 0, engine.ExpireAlways)), engine.ErrInvalidTTL},
+		{"Expire 0", second(e.Expire("k", 0, engine.ExpireConditionAlways)), engine.ErrInvalidTTL},
 		{"Expire bad condition", second(e.Expire("k", time.Second, 99)), engine.ErrInvalidOptions},
 		{"GetAndExpire NoTTL", third(e.GetAndExpire("k", engine.NoTTL)), engine.ErrInvalidTTL},
 		{"Commit 0 TTL", third(e.Commit(nil, []engine.Op{{Key: "k"}})), engine.ErrInvalidTTL},
@@ -242,5 +244,118 @@ func TestContractVersions(t *testing.T) {
 	}
 	if err := e.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCommitOpOptionsAreSetOptions: an Op's option fields mean what
+// SetOptions' do: TTLOnCreate sets a TTL only on create, Only and
+// IfVersion are conditions (on deletes too), and an op whose condition
+// fails makes the whole commit not happen, changing nothing.
+func TestCommitOpOptionsAreSetOptions(t *testing.T) {
+	cases := []struct {
+		name      string
+		op        func(ver uint64) engine.Op
+		committed bool
+		wantTTL   time.Duration // of "k" afterwards; 0: gone
+	}{
+		{"TTLOnCreate on existing keeps the TTL", func(uint64) engine.Op {
+			return engine.Op{Key: "k", Value: []byte("2"), TTL: time.Minute, TTLOnCreate: true}
+		}, true, time.Hour},
+		{"IfPresent on existing", func(uint64) engine.Op {
+			return engine.Op{Key: "k", Value: []byte("2"), TTL: engine.NoTTL, Only: engine.ConditionIfPresent}
+		}, true, engine.NoTTL},
+		{"IfAbsent on existing", func(uint64) engine.Op {
+			return engine.Op{Key: "k", Value: []byte("2"), TTL: engine.NoTTL, Only: engine.ConditionIfAbsent}
+		}, false, time.Hour},
+		{"IfVersion matching", func(v uint64) engine.Op {
+			return engine.Op{Key: "k", Value: []byte("2"), KeepTTL: true, IfVersion: v}
+		}, true, time.Hour},
+		{"IfVersion stale", func(v uint64) engine.Op {
+			return engine.Op{Key: "k", Value: []byte("2"), KeepTTL: true, IfVersion: v + 1}
+		}, false, time.Hour},
+		{"Delete IfVersion matching", func(v uint64) engine.Op { return engine.Op{Key: "k", Delete: true, IfVersion: v} }, true, 0},
+		{"Delete IfVersion stale", func(v uint64) engine.Op { return engine.Op{Key: "k", Delete: true, IfVersion: v + 1} }, false, time.Hour},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := contractEngine(t)
+			before, _ := e.GetItem("k")
+			// A second op on another key shows all-or-nothing.
+			_, ok, err := e.Commit(nil, []engine.Op{c.op(before.Version), {Key: "other", Value: []byte("x"), TTL: engine.NoTTL}})
+			if err != nil || ok != c.committed {
+				t.Fatalf("Commit = %v %v, want %v nil", ok, err, c.committed)
+			}
+			if _, wrote := e.Get("other"); wrote != c.committed {
+				t.Errorf("other op applied = %v, want %v", wrote, c.committed)
+			}
+			ttl, ok := e.TTL("k")
+			if c.wantTTL == 0 {
+				if ok {
+					t.Errorf("k survives with TTL %v, want deleted", ttl)
+				}
+			} else if !ok || ttl != c.wantTTL {
+				t.Errorf("TTL(k) = %v %v, want %v", ttl, ok, c.wantTTL)
+			}
+			if err := e.Check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	e := contractEngine(t)
+	_, _, err := e.Commit(nil, []engine.Op{{Key: "k", Value: nil, TTL: engine.NoTTL, Only: engine.ConditionIfAbsent, IfVersion: 1}})
+	if !errors.Is(err, engine.ErrInvalidOptions) {
+		t.Errorf("Op with IfAbsent and IfVersion: %v, want ErrInvalidOptions", err)
+	}
+}
+
+// TestPinIsTheSameOnEveryWrite: Pin in SetOptions, Op and IncrOptions pins
+// the key the write leaves, existing or new, and a later write without Pin
+// leaves it pinned.
+func TestPinIsTheSameOnEveryWrite(t *testing.T) {
+	writes := []struct {
+		name  string
+		write func(e *engine.Engine, pin bool) error
+	}{
+		{"SetWith", func(e *engine.Engine, pin bool) error {
+			_, _, err := e.SetWith("k", []byte("7"), engine.SetOptions{KeepTTL: true, Pin: pin})
+			return err
+		}},
+		{"Commit", func(e *engine.Engine, pin bool) error {
+			_, _, err := e.Commit(nil, []engine.Op{{Key: "k", Value: []byte("7"), KeepTTL: true, Pin: pin}})
+			return err
+		}},
+		{"IncrWith", func(e *engine.Engine, pin bool) error {
+			_, err := e.IncrWith("k", 1, engine.IncrOptions{TTL: engine.NoTTL, Pin: pin})
+			return err
+		}},
+	}
+	for _, w := range writes {
+		for _, existing := range []bool{true, false} {
+			name := w.name + " new key"
+			if existing {
+				name = w.name + " existing key"
+			}
+			t.Run(name, func(t *testing.T) {
+				e := contractEngine(t)
+				if !existing {
+					e.Delete("k")
+				}
+				if err := w.write(e, true); err != nil {
+					t.Fatal(err)
+				}
+				if it, _ := e.GetItem("k"); !it.Pinned {
+					t.Fatal("a write with Pin left the key unpinned")
+				}
+				if err := w.write(e, false); err != nil {
+					t.Fatal(err)
+				}
+				if it, _ := e.GetItem("k"); !it.Pinned {
+					t.Fatal("a write without Pin unpinned the key")
+				}
+				if err := e.Check(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 }

@@ -35,9 +35,9 @@ func (e *Engine) DecrBy(key string, delta int64) (int64, error) {
 	return e.IncrWith(key, -delta, IncrOptions{TTL: NoTTL})
 }
 
-// IncrWith is IncrBy with options that apply when the increment creates the
-// key: a TTL (set only then, so a fixed window is not extended by later
-// increments) and pinning.
+// IncrWith is IncrBy with options: a TTL that applies only when the
+// increment creates the key (so a fixed window is not extended by later
+// increments), and pinning (as SetOptions.Pin).
 func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error) {
 	if err := e.checkKey(key); err != nil {
 		return 0, err
@@ -87,7 +87,7 @@ func (s *shard) incrLocked(key string, h uint64, delta int64, o IncrOptions, now
 	}
 	n += delta
 	var buf [20]byte
-	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin && !found, now, r, ev); err != nil {
+	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin, now, r, ev); err != nil {
 		return 0, err
 	}
 	return n, nil

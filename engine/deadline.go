@@ -123,7 +123,7 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 			case d == 0:
 				// Garbage: the entry lost its TTL.
 			case d == it.Deadline:
-				s.removeLocked(it.Slot, hashes[i], Expired, ev)
+				s.removeLocked(it.Slot, hashes[i], CauseExpired, ev)
 				n++
 			case d > it.Deadline:
 				// The deadline moved later: file it there (a no-op if an

@@ -42,6 +42,9 @@
 //	                  result report a miss or false, All and Items yield nothing,
 //	                  RunExpiryCycle removes nothing, Len and Stats count no entries, and
 //	                  Close returns nil. Closed tells a miss from a closed engine.
+//	pinning           Pin in SetOptions, Op and IncrOptions pins the key the write leaves;
+//	                  a write without Pin leaves pinning as it was; Engine.Pin sets or
+//	                  clears it; it goes with the key when the key is removed.
 //	error order       first an invalid argument (ErrKeyTooLarge, ErrInvalidTTL,
 //	                  ErrInvalidOptions), then ErrClosed, then a failed condition
 //	                  (false, nil), then what is decided under the lock: a TTL that

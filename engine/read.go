@@ -176,7 +176,7 @@ func (e *Engine) expireNow(s *shard, key string, h uint64) {
 	for op.lock(e, s) {
 		if slot, ok := s.findLocked(key, h); ok && !s.closed {
 			if d := s.at(slot).deadline(); d != 0 && op.now >= d {
-				s.removeLocked(slot, h, Expired, op.events())
+				s.removeLocked(slot, h, CauseExpired, op.events())
 			}
 		}
 		op.unlock(nil)
@@ -189,7 +189,7 @@ func (s *shard) lookupLocked(key string, h uint64, now int64, ev *[]Removal) (ui
 	slot, ok := s.findLocked(key, h)
 	if ok {
 		if d := s.at(slot).deadline(); d != 0 && now >= d {
-			s.removeLocked(slot, h, Expired, ev)
+			s.removeLocked(slot, h, CauseExpired, ev)
 			return 0, false
 		}
 	}

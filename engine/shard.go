@@ -205,11 +205,11 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	s.garbage += en.recLen()
 	s.live--
 	switch cause {
-	case Expired:
+	case CauseExpired:
 		s.expired++
-	case Evicted:
+	case CauseEvicted:
 		s.evicted++
-	case Deleted:
+	case CauseDeleted:
 		s.deleted++
 	}
 	s.ents[slot] = 0

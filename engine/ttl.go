@@ -11,7 +11,7 @@ import (
 // or one that overflows the clock is ErrInvalidTTL, and the key is left as
 // it was; other errors: ErrInvalidOptions, ErrKeyTooLarge, ErrClosed.
 func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bool, error) {
-	if cond > ExpireLT {
+	if cond > ExpireConditionLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
 	}
 	if ttl <= 0 {
@@ -24,7 +24,7 @@ func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bo
 
 // ExpireAt is Expire with an absolute deadline on the engine's clock. A
 // deadline already due deletes the key (as Redis's EXPIREAT does; the
-// removal's cause is Deleted).
+// removal's cause is CauseDeleted).
 func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) (bool, error) {
 	if deadline.After(time.Unix(0, math.MaxInt64)) {
 		return false, fmt.Errorf("%w: deadline %v past the clock's range", ErrInvalidTTL, deadline)
@@ -40,7 +40,7 @@ func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) 
 // read under the shard lock, so that the key's liveness and its new
 // deadline are decided at one instant.
 func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now int64) (int64, error)) (bool, error) {
-	if cond > ExpireLT {
+	if cond > ExpireConditionLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
 	}
 	if err := e.checkKey(key); err != nil {
@@ -74,21 +74,21 @@ func (s *shard) expireLocked(key string, h uint64, cond ExpireCondition, d, now 
 	cur := en.deadline()
 	var done bool
 	switch cond {
-	case ExpireAlways:
+	case ExpireConditionAlways:
 		done = true
-	case ExpireNX:
+	case ExpireConditionNX:
 		done = cur == 0
-	case ExpireXX:
+	case ExpireConditionXX:
 		done = cur != 0
-	case ExpireGT:
+	case ExpireConditionGT:
 		done = cur != 0 && d > cur
-	case ExpireLT:
+	case ExpireConditionLT:
 		done = cur == 0 || d < cur
 	}
 	switch {
 	case !done:
 	case d <= now:
-		s.removeLocked(slot, h, Deleted, ev)
+		s.removeLocked(slot, h, CauseDeleted, ev)
 		s.maybeShrinkLocked()
 	default:
 		s.retimeLocked(en, h, d, false)

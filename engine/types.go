@@ -9,27 +9,28 @@ import (
 type Cause uint8
 
 const (
-	// Deleted: removed by Delete, GetAndDelete, CompareAndDelete, a
-	// transaction, or an Expire whose deadline was already due (as Redis's
-	// EXPIRE does).
-	Deleted Cause = iota + 1
-	// Expired: its deadline passed (lazy or active expiry).
-	Expired
-	// Evicted: chosen by the eviction policy to make room under MaxBytes.
-	Evicted
-	// Replaced: its value was overwritten by a write.
-	Replaced
+	// CauseDeleted: removed by Delete, GetAndDelete, CompareAndDelete, a
+	// transaction, or an ExpireAt whose deadline was already due (as
+	// Redis's EXPIREAT does).
+	CauseDeleted Cause = iota + 1
+	// CauseExpired: its deadline passed (lazy or active expiry).
+	CauseExpired
+	// CauseEvicted: chosen by the eviction policy to make room under
+	// MaxBytes.
+	CauseEvicted
+	// CauseReplaced: its value was overwritten by a write.
+	CauseReplaced
 )
 
 func (c Cause) String() string {
 	switch c {
-	case Deleted:
+	case CauseDeleted:
 		return "deleted"
-	case Expired:
+	case CauseExpired:
 		return "expired"
-	case Evicted:
+	case CauseEvicted:
 		return "evicted"
-	case Replaced:
+	case CauseReplaced:
 		return "replaced"
 	}
 	return "cause(" + strconv.Itoa(int(c)) + ")"
@@ -75,13 +76,13 @@ type Item struct {
 type Condition uint8
 
 const (
-	// Always writes whether or not the key exists.
-	Always Condition = iota
-	// IfAbsent writes only if the key does not exist (Redis SET NX). A due
-	// key does not exist.
-	IfAbsent
-	// IfPresent writes only if the key exists (Redis SET XX).
-	IfPresent
+	// ConditionAlways writes whether or not the key exists.
+	ConditionAlways Condition = iota
+	// ConditionIfAbsent writes only if the key does not exist (Redis SET
+	// NX). A due key does not exist.
+	ConditionIfAbsent
+	// ConditionIfPresent writes only if the key exists (Redis SET XX).
+	ConditionIfPresent
 )
 
 // SetOptions modify a write. A write says what happens to the key's TTL:
@@ -105,8 +106,8 @@ type SetOptions struct {
 	// IfVersion, unless AnyVersion, makes the write a compare-and-swap:
 	// it happens only if the key exists with exactly this version.
 	IfVersion uint64
-	// Pin exempts the key from eviction. Pinning is sticky: a later write
-	// without Pin keeps it pinned; Engine.Pin changes it.
+	// Pin exempts the key from eviction (see "Contract" in the package
+	// doc: a write without Pin leaves pinning as it was).
 	Pin bool
 }
 
@@ -117,8 +118,8 @@ type IncrOptions struct {
 	// counter needs exactly this): positive, or NoTTL for none; 0 and other
 	// negatives are ErrInvalidTTL. An existing key keeps its deadline.
 	TTL time.Duration
-	// Pin exempts a key created by this increment from eviction (fencing
-	// counters need this).
+	// Pin pins the key, as SetOptions.Pin does (fencing counters need
+	// this).
 	Pin bool
 }
 
@@ -126,18 +127,18 @@ type IncrOptions struct {
 type ExpireCondition uint8
 
 const (
-	// ExpireAlways sets the deadline unconditionally.
-	ExpireAlways ExpireCondition = iota
-	// ExpireNX sets it only if the key has no TTL.
-	ExpireNX
-	// ExpireXX sets it only if the key has a TTL.
-	ExpireXX
-	// ExpireGT sets it only if it is later than the current one (a key
-	// without TTL counts as infinite, so GT never applies to it).
-	ExpireGT
-	// ExpireLT sets it only if it is earlier than the current one (a key
-	// without TTL counts as infinite, so LT always applies to it).
-	ExpireLT
+	// ExpireConditionAlways sets the deadline unconditionally.
+	ExpireConditionAlways ExpireCondition = iota
+	// ExpireConditionNX sets it only if the key has no TTL.
+	ExpireConditionNX
+	// ExpireConditionXX sets it only if the key has a TTL.
+	ExpireConditionXX
+	// ExpireConditionGT sets it only if it is later than the current one
+	// (a key without TTL counts as infinite, so GT never applies to it).
+	ExpireConditionGT
+	// ExpireConditionLT sets it only if it is earlier than the current one
+	// (a key without TTL counts as infinite, so LT always applies to it).
+	ExpireConditionLT
 )
 
 // Stats is a snapshot of the engine's counters.

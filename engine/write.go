@@ -34,11 +34,8 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 	if err := e.checkKey(key); err != nil {
 		return 0, false, err
 	}
-	if err := checkWriteTTL(o.TTL, o.KeepTTL && !o.TTLOnCreate); err != nil {
+	if err := o.check(); err != nil {
 		return 0, false, err
-	}
-	if o.Only > IfPresent || (o.IfVersion != AnyVersion && o.Only == IfAbsent) {
-		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", ErrInvalidOptions, o.Only, o.IfVersion)
 	}
 	if e.closed.Load() {
 		return 0, false, ErrClosed
@@ -71,24 +68,50 @@ func (s *shard) setLocked(key string, h uint64, value []byte, o SetOptions, now 
 		return 0, false, ErrClosed
 	}
 	slot, found := s.lookupLocked(key, h, now, ev)
-	switch {
-	case o.Only == IfAbsent && found, o.Only == IfPresent && !found:
-		return 0, false, nil
-	case o.IfVersion != AnyVersion && (!found || s.at(slot).version() != o.IfVersion):
+	if !o.holds(s, slot, found) {
 		return 0, false, nil
 	}
-	var deadline int64
-	switch {
-	case found && (o.KeepTTL || o.TTLOnCreate):
-		deadline = s.at(slot).deadline()
-	case o.TTL > 0:
-		d, err := deadlineAfter(now, o.TTL)
-		if err != nil {
-			return 0, false, err
-		}
-		deadline = d
+	deadline, err := o.deadline(s, slot, found, now)
+	if err != nil {
+		return 0, false, err
 	}
 	return s.writeLocked(key, h, slot, found, value, deadline, o.Pin, now, r, ev)
+}
+
+// check applies the rules of "Contract" (package doc) to o: its TTL
+// arguments, and a condition that can hold.
+func (o SetOptions) check() error {
+	if err := checkWriteTTL(o.TTL, o.KeepTTL && !o.TTLOnCreate); err != nil {
+		return err
+	}
+	if o.Only > ConditionIfPresent || (o.IfVersion != AnyVersion && o.Only == ConditionIfAbsent) {
+		return fmt.Errorf("%w: condition %d with IfVersion %d", ErrInvalidOptions, o.Only, o.IfVersion)
+	}
+	return nil
+}
+
+// holds reports whether o's condition (Only, IfVersion) holds for the
+// key at slot, live if found. s.mu must be held.
+func (o SetOptions) holds(s *shard, slot uint32, found bool) bool {
+	switch {
+	case o.Only == ConditionIfAbsent && found, o.Only == ConditionIfPresent && !found:
+		return false
+	case o.IfVersion != AnyVersion && (!found || s.at(slot).version() != o.IfVersion):
+		return false
+	}
+	return true
+}
+
+// deadline returns the deadline a write with o leaves the key at slot
+// (live if found) with, at now: 0 for none. s.mu must be held.
+func (o SetOptions) deadline(s *shard, slot uint32, found bool, now int64) (int64, error) {
+	switch {
+	case found && (o.KeepTTL || o.TTLOnCreate):
+		return s.at(slot).deadline(), nil
+	case o.TTL > 0:
+		return deadlineAfter(now, o.TTL)
+	}
+	return 0, nil
 }
 
 // writeLocked stores value under key (at slot if found) with the given
@@ -141,7 +164,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 	if found {
 		en := s.at(slot)
 		if ev != nil {
-			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: Replaced})
+			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
 		if uint32(len(value)) <= en.vlen() {
@@ -271,7 +294,7 @@ func (s *shard) removeKeyLocked(key string, h uint64, version uint64, load bool,
 	if load {
 		val = append([]byte{}, s.at(slot).value()...)
 	}
-	s.removeLocked(slot, h, Deleted, ev)
+	s.removeLocked(slot, h, CauseDeleted, ev)
 	s.maybeShrinkLocked()
 	return val, true
 }

@@ -235,12 +235,12 @@ func (h *harness) drain(c opCtx) map[string]int {
 			h.failf("removal %v of %q: version %d value %q, model has %d %q", ev.Cause, ev.Key, ev.Version, ev.Value, m.ver, m.val)
 		}
 		switch ev.Cause {
-		case engine.Expired:
+		case engine.CauseExpired:
 			if !h.due(m) {
 				h.failf("%q expired before its deadline (deadline %d, now %d)", ev.Key, m.deadline, h.now())
 			}
 			delete(h.res, ev.Key)
-		case engine.Evicted:
+		case engine.CauseEvicted:
 			switch {
 			case !c.write || c.failed:
 				h.failf("%q evicted by an operation that writes nothing (failed=%v)", ev.Key, c.failed)
@@ -252,12 +252,12 @@ func (h *harness) drain(c opCtx) map[string]int {
 				h.failf("%q evicted while due (should have been reclaimed as expired)", ev.Key)
 			}
 			delete(h.res, ev.Key)
-		case engine.Deleted:
+		case engine.CauseDeleted:
 			if !slices.Contains(c.deleting, ev.Key) || h.due(m) {
 				h.failf("%q deleted by an operation that does not delete it (due=%v)", ev.Key, h.due(m))
 			}
 			delete(h.res, ev.Key)
-		case engine.Replaced:
+		case engine.CauseReplaced:
 			if !slices.Contains(c.writing, ev.Key) || h.due(m) {
 				h.failf("%q replaced by an operation that does not write it (due=%v)", ev.Key, h.due(m))
 			}
@@ -506,11 +506,11 @@ func (h *harness) doSet(k string, v []byte, o engine.SetOptions, via string) {
 		want = engine.ErrKeyTooLarge
 	case ttlErr(o.TTL, o.KeepTTL && !o.TTLOnCreate) != nil:
 		want = ttlErr(o.TTL, o.KeepTTL && !o.TTLOnCreate)
-	case o.Only > engine.IfPresent || o.IfVersion != engine.AnyVersion && o.Only == engine.IfAbsent:
+	case o.Only > engine.ConditionIfPresent || o.IfVersion != engine.AnyVersion && o.Only == engine.ConditionIfAbsent:
 		want = engine.ErrInvalidOptions
 	case h.closed:
 		want = engine.ErrClosed
-	case o.Only == engine.IfAbsent && m != nil, o.Only == engine.IfPresent && m == nil,
+	case o.Only == engine.ConditionIfAbsent && m != nil, o.Only == engine.ConditionIfPresent && m == nil,
 		o.IfVersion != engine.AnyVersion && (m == nil || m.ver != o.IfVersion):
 		wantOK = false
 	default:
@@ -671,7 +671,7 @@ func (h *harness) doExpire(k string, ttl time.Duration, at *time.Time, cond engi
 	var d int64
 	if at == nil {
 		switch {
-		case cond > engine.ExpireLT:
+		case cond > engine.ExpireConditionLT:
 			want = engine.ErrInvalidOptions
 		case ttl <= 0:
 			// A duration ≤ 0 (NoTTL included) is refused, never "due".
@@ -694,7 +694,7 @@ func (h *harness) doExpire(k string, ttl time.Duration, at *time.Time, cond engi
 			d = at.UnixNano()
 		}
 	}
-	if want == nil && cond > engine.ExpireLT {
+	if want == nil && cond > engine.ExpireConditionLT {
 		want = engine.ErrInvalidOptions
 	}
 	if want == nil && len(k) > maxKey {
@@ -708,15 +708,15 @@ func (h *harness) doExpire(k string, ttl time.Duration, at *time.Time, cond engi
 	if want == nil && m != nil {
 		cur := m.deadline
 		switch cond {
-		case engine.ExpireAlways:
+		case engine.ExpireConditionAlways:
 			done = true
-		case engine.ExpireNX:
+		case engine.ExpireConditionNX:
 			done = cur == 0
-		case engine.ExpireXX:
+		case engine.ExpireConditionXX:
 			done = cur != 0
-		case engine.ExpireGT:
+		case engine.ExpireConditionGT:
 			done = cur != 0 && d > cur
-		case engine.ExpireLT:
+		case engine.ExpireConditionLT:
 			done = cur == 0 || d < cur
 		}
 	}
@@ -895,9 +895,9 @@ func (h *harness) doIncr(k string, delta int64, o engine.IncrOptions, via string
 	}
 	h.drain(opCtx{})
 	h.noteVersion(k, it.Version)
-	pinned := o.Pin
+	pinned := o.Pin // pins the key, as SetOptions.Pin does
 	if m != nil {
-		pinned = m.pinned
+		pinned = pinned || m.pinned
 	}
 	h.res[k] = &ment{val: nv, ver: it.Version, deadline: deadline, pinned: pinned}
 	h.sameItem(via, k, it, h.res[k], now)
@@ -935,7 +935,7 @@ func (h *harness) doCycle() {
 	}
 	var got []int64
 	for _, ev := range h.events {
-		if ev.Cause == engine.Expired && h.res[ev.Key] != nil {
+		if ev.Cause == engine.CauseExpired && h.res[ev.Key] != nil {
 			got = append(got, h.res[ev.Key].deadline)
 		}
 	}
@@ -1143,7 +1143,7 @@ func (h *harness) run(r *in, pick func(r *in) int) {
 	h.doIncr("n", 1, engine.IncrOptions{TTL: engine.NoTTL}, "IncrWith")
 	h.doRead("a", "Get")
 	h.doRemove("a", 0, "Delete")
-	h.doExpire("a", time.Second, nil, engine.ExpireAlways)
+	h.doExpire("a", time.Second, nil, engine.ExpireConditionAlways)
 	h.commit(nil, []engine.Op{{Key: "a", Value: []byte("y"), TTL: engine.NoTTL}})
 	h.verify()
 }
