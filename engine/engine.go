@@ -102,7 +102,7 @@ import (
 // picks one of Config.Shards shards by its low bits, and the shard's table
 // word by its high bits; each shard
 // is an RWMutex over pointer-free storage (a slot array, a key/value arena
-// and an open-addressing table; see shard.go) plus a B-tree of deadlines and
+// and an open-addressing table; see record.go) plus a B-tree of deadlines and
 // an eviction policy instance.
 //
 // Cost: a read hashes the key, takes the shard lock shared, probes the table

@@ -59,7 +59,7 @@ const (
 
 // NoTTL says "no expiry": the TTL reported for a key without one, and the
 // TTL a write passes (SetOptions.TTL, IncrOptions.TTL, Op.TTL) to create or
-// leave a key without one. See "TTL arguments" in the package doc.
+// leave a key without one. See "Contract" in the package doc.
 const NoTTL time.Duration = -1
 
 // Item is a value with its metadata.
@@ -87,7 +87,7 @@ const (
 
 // SetOptions modify a write. A write says what happens to the key's TTL:
 // TTL > 0 (expire TTL from now), TTL NoTTL (no expiry), or KeepTTL. The
-// zero value says none of these and is ErrInvalidTTL (see "TTL arguments"
+// zero value says none of these and is ErrInvalidTTL (see "Contract"
 // in the package doc); Set is the plain write without TTL.
 type SetOptions struct {
 	// TTL, if positive, makes the key expire TTL from now; NoTTL makes it

@@ -49,7 +49,7 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 	return version, ok, err
 }
 
-// checkWriteTTL applies the rule of "TTL arguments" (package doc) to the
+// checkWriteTTL applies the rule of "Contract" (package doc) to the
 // TTL of a write; keep reports a write that keeps the key's TTL (KeepTTL
 // without TTLOnCreate), whose TTL must be left 0.
 func checkWriteTTL(ttl time.Duration, keep bool) error {
