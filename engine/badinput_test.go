@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +14,6 @@ import (
 	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/expiry"
 )
-
-// knownBugs names table rows that fail because of an open engine finding
-// (docs/RELIABILITY-findings.md). Set the environment variable
-// TIDE_KNOWN_BUGS=1 to run them anyway.
-// (F1, ExpireAt before 1678, was fixed in c033bc7.)
-var knownBugs = map[string]string{}
 
 // badStart is the manual clock's reading in the bad-input tests.
 var badStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -407,9 +400,6 @@ func TestBadInputs(t *testing.T) {
 	cs := badCases()
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
-			if id, ok := knownBugs[c.name]; ok && !runKnownBugs() {
-				t.Skipf("engine bug %s (docs/RELIABILITY-findings.md); TIDE_KNOWN_BUGS=1 runs it", id)
-			}
 			e, _, evs := badFixture(t)
 			before := snapshot(e)
 			res, err := c.run(e)
@@ -435,15 +425,13 @@ func TestBadInputs(t *testing.T) {
 					t.Errorf("unexpected removal %q (%v)", r.Key, r.Cause)
 				}
 			}
-			if err := checkKnown(e); err != nil {
+			if err := e.Check(); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 	t.Logf("%d bad inputs", len(cs))
 }
-
-func runKnownBugs() bool { return envTrue("TIDE_KNOWN_BUGS") }
 
 // TestBadConfig checks that New rejects nonsense configurations with an
 // error that wraps ErrInvalidConfig and names the field, and accepts the
@@ -497,7 +485,7 @@ func TestBadConfig(t *testing.T) {
 			t.Errorf("New(%+v): %v", cfg, err)
 			continue
 		}
-		if err := checkKnown(e); err != nil {
+		if err := e.Check(); err != nil {
 			t.Error(err)
 		}
 		e.Close()
@@ -567,7 +555,7 @@ func TestTTLAtTheEndOfTime(t *testing.T) {
 	if _, err := e.IncrWith("c2", 1, engine.IncrOptions{TTL: 1}); !errors.Is(err, engine.ErrInvalidTTL) {
 		t.Errorf("IncrWith TTL at the end of time: %v, want ErrInvalidTTL", err)
 	}
-	if err := checkKnown(e); err != nil {
+	if err := e.Check(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -585,8 +573,7 @@ func keysInShard(e *engine.Engine, i, n int, prefix string) []string {
 	return out
 }
 
-// TestCommitOOMEvictsNothing is finding F2 (fixed in c033bc7): a Commit
-// that fails with ErrOutOfMemory must change nothing, also in the shards
+// TestCommitOOMEvictsNothing: a Commit that fails with ErrOutOfMemory must change nothing, also in the shards
 // where room could have been made.
 func TestCommitOOMEvictsNothing(t *testing.T) {
 	for range 20 { // the engine visits shards in map order
@@ -613,14 +600,12 @@ func TestCommitOOMEvictsNothing(t *testing.T) {
 		if _, found := e.Get(a[0]); !found {
 			t.Fatalf("failed Commit lost %q", a[0])
 		}
-		if err := checkKnown(e); err != nil {
+		if err := e.Check(); err != nil {
 			t.Fatal(err)
 		}
 		e.Close()
 	}
 }
-
-func envTrue(name string) bool { v := os.Getenv(name); return v != "" && v != "0" }
 
 func expiryBudget(count, batch int, d time.Duration) expiry.Budget {
 	return expiry.Budget{Count: count, Batch: batch, Time: d}
