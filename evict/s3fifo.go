@@ -215,27 +215,9 @@ func (p *s3fifoPolicy) Victim(int64) (Handle, bool) {
 func (p *s3fifoPolicy) Len() int { return p.count }
 
 func (p *s3fifoPolicy) check() error {
-	n, total := 0, int64(0)
-	for s := s3S; s <= s3M; s++ {
-		q := p.q[s]
-		cnt, bytes := 0, int64(0)
-		prev := none
-		for h := q.head; h != none; h = p.next[h] {
-			if p.seg[h] != s || p.prev[h] != prev {
-				return errorf("s3fifo: handle %d in queue %d: seg %d prev %d want %d", h, s, p.seg[h], p.prev[h], prev)
-			}
-			prev = h
-			cnt++
-			bytes += p.size[h]
-			if cnt > len(p.seg) {
-				return errorf("s3fifo: cycle in queue %d", s)
-			}
-		}
-		if q.tail != prev || cnt != q.n || bytes != q.bytes {
-			return errorf("s3fifo: queue %d: tail %d/%d n %d/%d bytes %d/%d", s, q.tail, prev, q.n, cnt, q.bytes, bytes)
-		}
-		n += cnt
-		total += bytes
+	n, total, err := p.checkQueues("s3fifo", s3S, s3M)
+	if err != nil {
+		return err
 	}
 	if n != p.count || total != p.total {
 		return errorf("s3fifo: count %d/%d total %d/%d", p.count, n, p.total, total)

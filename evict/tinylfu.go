@@ -372,30 +372,9 @@ func (p *tinyLFUPolicy) admit(candidate, victim uint64) bool {
 func (p *tinyLFUPolicy) Len() int { return p.count }
 
 func (p *tinyLFUPolicy) check() error {
-	n, total := 0, int64(0)
-	for s := segWindow; s <= segProtected; s++ {
-		q := p.q[s]
-		cnt, bytes := 0, int64(0)
-		prev := none
-		for h := q.head; h != none; h = p.next[h] {
-			if p.seg[h] != s {
-				return errorf("tinylfu: handle %d in queue %d tagged %d", h, s, p.seg[h])
-			}
-			if p.prev[h] != prev {
-				return errorf("tinylfu: handle %d prev %d want %d", h, p.prev[h], prev)
-			}
-			prev = h
-			cnt++
-			bytes += p.size[h]
-			if cnt > len(p.seg) {
-				return errorf("tinylfu: cycle in queue %d", s)
-			}
-		}
-		if q.tail != prev || cnt != q.n || bytes != q.bytes {
-			return errorf("tinylfu: queue %d: tail %d/%d n %d/%d bytes %d/%d", s, q.tail, prev, q.n, cnt, q.bytes, bytes)
-		}
-		n += cnt
-		total += bytes
+	n, total, err := p.checkQueues("tinylfu", segWindow, segProtected)
+	if err != nil {
+		return err
 	}
 	tagged := 0
 	for _, s := range p.seg {
