@@ -46,7 +46,8 @@
 //	                  a write without Pin leaves pinning as it was; Engine.Pin sets or
 //	                  clears it; it goes with the key when the key is removed.
 //	error order       first an invalid argument (ErrKeyTooLarge, ErrInvalidTTL,
-//	                  ErrInvalidOptions), then ErrClosed, then a failed condition
+//	                  ErrInvalidOptions; DecrBy's delta of MinInt64 is ErrOverflow),
+//	                  then ErrClosed, then a failed condition
 //	                  (false, nil), then what is decided under the lock: a TTL that
 //	                  overflows the clock (ErrInvalidTTL), ErrTooLarge, ErrOutOfMemory.
 //
