@@ -88,7 +88,7 @@ func Update(e *engine.Engine, key string, fn func(old []byte, exists bool) ([]by
 		var so engine.SetOptions
 		switch {
 		case !exists:
-			so = engine.SetOptions{Only: engine.IfAbsent, TTL: ttl}
+			so = engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: ttl}
 		case o.ResetTTL:
 			so = engine.SetOptions{IfVersion: it.Version, TTL: ttl}
 		default:

@@ -143,7 +143,7 @@ func TestTxnAbortsOnChangedExpiredOrEvicted(t *testing.T) {
 		{"deleted and recreated", func(e *engine.Engine, _ *clock.Manual) { e.Delete("a"); e.Set("a", []byte("1")) }, false},
 		{"expired", func(e *engine.Engine, clk *clock.Manual) { clk.Advance(time.Hour) }, false},
 		{"watched-absent created", func(e *engine.Engine, _ *clock.Manual) { e.Set("c", []byte("new")) }, false},
-		{"TTL change only", func(e *engine.Engine, _ *clock.Manual) { e.Expire("a", 2*time.Minute, engine.ExpireAlways) }, true},
+		{"TTL change only", func(e *engine.Engine, _ *clock.Manual) { e.Expire("a", 2*time.Minute, engine.ExpireConditionAlways) }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +14,6 @@ import (
 	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/expiry"
 )
-
-// knownBugs names table rows that fail because of an open engine finding
-// (docs/RELIABILITY-findings.md). Set the environment variable
-// TIDE_KNOWN_BUGS=1 to run them anyway.
-// (F1, ExpireAt before 1678, was fixed in c033bc7.)
-var knownBugs = map[string]string{}
 
 // badStart is the manual clock's reading in the bad-input tests.
 var badStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -115,14 +108,15 @@ func badCases() []badCase {
 	var cs []badCase
 	add := func(c ...badCase) { cs = append(cs, c...) }
 
-	// Keys: oversized keys are rejected by writes and never found by reads.
+	// Keys: an oversized key is ErrKeyTooLarge on every call that returns
+	// an error, and a miss on every other.
 	for _, k := range []struct{ name, key string }{{"key+1", longKey}, {"1MiB key", hugeKey}} {
 		key := k.key
 		add(
 			badCase{name: "Set " + k.name, run: func(e *engine.Engine) (string, error) { return wr(e.Set(key, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0"},
 			badCase{name: "SetTTL " + k.name, run: func(e *engine.Engine) (string, error) { return wr(e.SetTTL(key, []byte("v"), time.Second)) }, want: engine.ErrKeyTooLarge, result: "v=0"},
 			badCase{name: "SetWith IfAbsent " + k.name, run: func(e *engine.Engine) (string, error) {
-				return wr3(e.SetWith(key, nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL}))
+				return wr3(e.SetWith(key, nil, engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: engine.NoTTL}))
 			}, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "CompareAndSwap " + k.name, run: func(e *engine.Engine) (string, error) { return wr3(e.CompareAndSwap(key, 1, []byte("v"))) }, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "Incr " + k.name, run: func(e *engine.Engine) (string, error) { return ir(e.Incr(key)) }, want: engine.ErrKeyTooLarge, result: "n=0"},
@@ -149,13 +143,21 @@ func badCases() []badCase {
 			badCase{name: "Delete " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Delete(key)), nil }, result: "false"},
 			badCase{name: "GetAndDelete " + k.name, run: func(e *engine.Engine) (string, error) { return gr(e.GetAndDelete(key)) }, result: `"" false`},
 			badCase{name: "CompareAndDelete " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.CompareAndDelete(key, 1)), nil }, result: "false"},
-			badCase{name: "Expire " + k.name, run: func(e *engine.Engine) (string, error) { return br(e.Expire(key, time.Second, engine.ExpireAlways)) }, result: "ok=false"},
+			badCase{name: "Expire " + k.name, run: func(e *engine.Engine) (string, error) {
+				return br(e.Expire(key, time.Second, engine.ExpireConditionAlways))
+			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
+			badCase{name: "ExpireAt " + k.name, run: func(e *engine.Engine) (string, error) {
+				return br(e.ExpireAt(key, badStart.Add(time.Second), engine.ExpireConditionAlways))
+			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
+			badCase{name: "CompareAndSwap MustBeAbsent " + k.name, run: func(e *engine.Engine) (string, error) {
+				return wr3(e.CompareAndSwap(key, engine.MustBeAbsent, []byte("v")))
+			}, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
 			badCase{name: "Persist " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist(key)), nil }, result: "false"},
 			badCase{name: "Pin " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Pin(key, true)), nil }, result: "false"},
 			badCase{name: "GetAndExpire " + k.name, run: func(e *engine.Engine) (string, error) {
 				_, ok, err := e.GetAndExpire(key, time.Second)
 				return br(ok, err)
-			}, result: "ok=false"},
+			}, want: engine.ErrKeyTooLarge, result: "ok=false"},
 		)
 	}
 
@@ -175,7 +177,7 @@ func badCases() []badCase {
 			return fmt.Sprintf("ok=%v", ok), err
 		}, want: engine.ErrTooLarge, result: "ok=false"},
 		badCase{name: "IfAbsent nil value on existing key", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("plain", nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL}))
+			return wr3(e.SetWith("plain", nil, engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: engine.NoTTL}))
 		}, result: "v=0 ok=false"},
 	)
 
@@ -229,7 +231,9 @@ func badCases() []badCase {
 				_, ok, err := e.GetAndExpire("ttl", ttl)
 				return br(ok, err)
 			}, want: engine.ErrInvalidTTL, result: "ok=false"},
-			badCase{name: "Expire overflow " + d.name, run: func(e *engine.Engine) (string, error) { return br(e.Expire("plain", ttl, engine.ExpireAlways)) }, want: engine.ErrInvalidTTL, result: "ok=false"},
+			badCase{name: "Expire overflow " + d.name, run: func(e *engine.Engine) (string, error) {
+				return br(e.Expire("plain", ttl, engine.ExpireConditionAlways))
+			}, want: engine.ErrInvalidTTL, result: "ok=false"},
 			badCase{name: "IncrWith creating overflow " + d.name, run: func(e *engine.Engine) (string, error) {
 				return ir(e.IncrWith("fresh", 1, engine.IncrOptions{TTL: ttl}))
 			}, want: engine.ErrInvalidTTL, result: "n=0"},
@@ -246,7 +250,9 @@ func badCases() []badCase {
 		t    time.Time
 	}{{"2262 end+1ns", endOfTime.Add(1)}, {"year 2263", year(2263)}, {"year 3000", year(3000)}, {"year 10000", year(10000)}, {"max time", time.Unix(1<<62, 0)}} {
 		tm := at.t
-		add(badCase{name: "ExpireAt " + at.name, run: func(e *engine.Engine) (string, error) { return br(e.ExpireAt("plain", tm, engine.ExpireAlways)) }, want: engine.ErrInvalidTTL, result: "ok=false"})
+		add(badCase{name: "ExpireAt " + at.name, run: func(e *engine.Engine) (string, error) {
+			return br(e.ExpireAt("plain", tm, engine.ExpireConditionAlways))
+		}, want: engine.ErrInvalidTTL, result: "ok=false"})
 	}
 	// Deadlines in the past (also before int64 time) delete, as Redis's
 	// EXPIREAT does.
@@ -256,7 +262,7 @@ func badCases() []badCase {
 	}{{"year 1500", year(1500)}, {"year 1000", year(1000)}, {"year 1", year(1)}, {"zero Time", time.Time{}}, {"1970", time.Unix(0, 0)}, {"now", badStart}} {
 		tm := at.t
 		add(badCase{name: "ExpireAt " + at.name + " deletes", run: func(e *engine.Engine) (string, error) {
-			ok, err := e.ExpireAt("plain", tm, engine.ExpireAlways)
+			ok, err := e.ExpireAt("plain", tm, engine.ExpireConditionAlways)
 			_, found := e.Get("plain")
 			return fmt.Sprintf("ok=%v found=%v", ok, found), err
 		}, result: "ok=true found=false", changes: "plain"})
@@ -265,7 +271,7 @@ func badCases() []badCase {
 	// key left as it was; a due deadline is ExpireAt's to say.
 	for _, d := range []time.Duration{0, engine.NoTTL, minDur} {
 		add(badCase{name: fmt.Sprintf("Expire ttl %v refused", d), run: func(e *engine.Engine) (string, error) {
-			ok, err := e.Expire("plain", d, engine.ExpireAlways)
+			ok, err := e.Expire("plain", d, engine.ExpireConditionAlways)
 			_, found := e.Get("plain")
 			return fmt.Sprintf("ok=%v found=%v", ok, found), err
 		}, want: engine.ErrInvalidTTL, result: "ok=false found=true"})
@@ -286,7 +292,7 @@ func badCases() []badCase {
 			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: 255, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "SetWith IfAbsent+IfVersion", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: engine.IfAbsent, IfVersion: 1, TTL: engine.NoTTL}))
+			return wr3(e.SetWith("plain", []byte("x"), engine.SetOptions{Only: engine.ConditionIfAbsent, IfVersion: 1, TTL: engine.NoTTL}))
 		}, want: engine.ErrInvalidOptions, result: "v=0 ok=false"},
 		badCase{name: "Expire condition 5", run: func(e *engine.Engine) (string, error) { return br(e.Expire("ttl", time.Second, 5)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
 		badCase{name: "Expire condition 255 ttl 0", run: func(e *engine.Engine) (string, error) { return br(e.Expire("plain", 0, 255)) }, want: engine.ErrInvalidOptions, result: "ok=false"},
@@ -370,7 +376,7 @@ func badCases() []badCase {
 	// Calls on keys that do not exist.
 	add(
 		badCase{name: "Expire missing", run: func(e *engine.Engine) (string, error) {
-			return br(e.Expire("missing", time.Second, engine.ExpireAlways))
+			return br(e.Expire("missing", time.Second, engine.ExpireConditionAlways))
 		}, result: "ok=false"},
 		badCase{name: "Persist missing", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist("missing")), nil }, result: "false"},
 		badCase{name: "Persist no TTL", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist("plain")), nil }, result: "false"},
@@ -380,7 +386,7 @@ func badCases() []badCase {
 			return br(ok, err)
 		}, result: "ok=false"},
 		badCase{name: "SetWith IfPresent missing", run: func(e *engine.Engine) (string, error) {
-			return wr3(e.SetWith("missing", []byte("x"), engine.SetOptions{Only: engine.IfPresent, TTL: engine.NoTTL}))
+			return wr3(e.SetWith("missing", []byte("x"), engine.SetOptions{Only: engine.ConditionIfPresent, TTL: engine.NoTTL}))
 		}, result: "v=0 ok=false"},
 	)
 	return cs
@@ -394,9 +400,6 @@ func TestBadInputs(t *testing.T) {
 	cs := badCases()
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
-			if id, ok := knownBugs[c.name]; ok && !runKnownBugs() {
-				t.Skipf("engine bug %s (docs/RELIABILITY-findings.md); TIDE_KNOWN_BUGS=1 runs it", id)
-			}
 			e, _, evs := badFixture(t)
 			before := snapshot(e)
 			res, err := c.run(e)
@@ -422,15 +425,13 @@ func TestBadInputs(t *testing.T) {
 					t.Errorf("unexpected removal %q (%v)", r.Key, r.Cause)
 				}
 			}
-			if err := checkKnown(e); err != nil {
+			if err := e.Check(); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 	t.Logf("%d bad inputs", len(cs))
 }
-
-func runKnownBugs() bool { return envTrue("TIDE_KNOWN_BUGS") }
 
 // TestBadConfig checks that New rejects nonsense configurations with an
 // error that wraps ErrInvalidConfig and names the field, and accepts the
@@ -484,7 +485,7 @@ func TestBadConfig(t *testing.T) {
 			t.Errorf("New(%+v): %v", cfg, err)
 			continue
 		}
-		if err := checkKnown(e); err != nil {
+		if err := e.Check(); err != nil {
 			t.Error(err)
 		}
 		e.Close()
@@ -523,7 +524,7 @@ func TestTTLAtTheEndOfTime(t *testing.T) {
 	if d, ok := e.TTL("end"); !ok || d != ttl {
 		t.Fatalf("TTL = %v %v, want %v", d, ok, ttl)
 	}
-	if ok, err := e.ExpireAt("plain", endOfTime, engine.ExpireAlways); !ok || err != nil {
+	if ok, err := e.ExpireAt("plain", endOfTime, engine.ExpireConditionAlways); !ok || err != nil {
 		t.Fatalf("ExpireAt(end of time) = %v %v", ok, err)
 	}
 	clk.Set(time.Unix(0, math.MaxInt64-1))
@@ -554,7 +555,7 @@ func TestTTLAtTheEndOfTime(t *testing.T) {
 	if _, err := e.IncrWith("c2", 1, engine.IncrOptions{TTL: 1}); !errors.Is(err, engine.ErrInvalidTTL) {
 		t.Errorf("IncrWith TTL at the end of time: %v, want ErrInvalidTTL", err)
 	}
-	if err := checkKnown(e); err != nil {
+	if err := e.Check(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -572,8 +573,7 @@ func keysInShard(e *engine.Engine, i, n int, prefix string) []string {
 	return out
 }
 
-// TestCommitOOMEvictsNothing is finding F2 (fixed in c033bc7): a Commit
-// that fails with ErrOutOfMemory must change nothing, also in the shards
+// TestCommitOOMEvictsNothing: a Commit that fails with ErrOutOfMemory must change nothing, also in the shards
 // where room could have been made.
 func TestCommitOOMEvictsNothing(t *testing.T) {
 	for range 20 { // the engine visits shards in map order
@@ -600,14 +600,12 @@ func TestCommitOOMEvictsNothing(t *testing.T) {
 		if _, found := e.Get(a[0]); !found {
 			t.Fatalf("failed Commit lost %q", a[0])
 		}
-		if err := checkKnown(e); err != nil {
+		if err := e.Check(); err != nil {
 			t.Fatal(err)
 		}
 		e.Close()
 	}
 }
-
-func envTrue(name string) bool { v := os.Getenv(name); return v != "" && v != "0" }
 
 func expiryBudget(count, batch int, d time.Duration) expiry.Budget {
 	return expiry.Budget{Count: count, Batch: batch, Time: d}

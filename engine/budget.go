@@ -178,8 +178,9 @@ func (b *budget) reserveLocked(r *room, need int64, now int64, parts []roomPart,
 
 // visit is step 3: with no shard lock held, it takes the shards one at a
 // time, reclaiming due entries and, if r.evict, evicting victims, until r
-// holds r.short more bytes. It reports whether it got them.
-func (e *Engine) visit(r *room, ev *[]Removal) bool {
+// holds r.short more bytes. It returns nil if it got them, else
+// ErrOutOfMemory (or ErrClosed if the engine was closed meanwhile).
+func (e *Engine) visit(r *room, ev *[]Removal) error {
 	b := e.b
 	want := r.held + r.short
 	r.short = 0
@@ -190,7 +191,7 @@ func (e *Engine) visit(r *room, ev *[]Removal) bool {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return false
+			return ErrClosed
 		}
 		now := e.now()
 		s.retaining = true
@@ -216,7 +217,10 @@ func (e *Engine) visit(r *room, ev *[]Removal) bool {
 		}
 		s.mu.Unlock()
 	}
-	return b.has(r, want)
+	if !b.has(r, want) {
+		return fmt.Errorf("%w: MaxBytes %d is full of entries that may not be evicted", ErrOutOfMemory, b.max)
+	}
+	return nil
 }
 
 // keepLocked moves the bytes the shard retained into r.
@@ -234,7 +238,7 @@ func (s *shard) evictOneLocked(now int64, ev *[]Removal) bool {
 		// verifies both); fail safe.
 		return false
 	}
-	s.removeLocked(uint32(h), 0, Evicted, ev)
+	s.removeLocked(uint32(h), 0, CauseEvicted, ev)
 	return true
 }
 
@@ -273,23 +277,13 @@ func (s *shard) addBytesLocked(n int64) {
 	}
 }
 
-// withRoom runs a write (which takes and releases its own locks) until it
-// finishes without needing to visit other shards for room, visiting them
-// between rounds (see budget), and gives back the room it did not use.
-func (e *Engine) withRoom(r *room, ev *[]Removal, write func() error) error {
-	err := write()
-	for err == errVisit {
-		if !e.visit(r, ev) {
-			err = fmt.Errorf("%w: MaxBytes %d is full of entries that may not be evicted", ErrOutOfMemory, e.b.max)
-			break
-		}
-		err = write()
-	}
-	e.b.release(r)
+// finish ends a write: it gives back the room r holds and did not use. b
+// may be nil (no cap).
+func (b *budget) finish(r *room) {
+	b.release(r)
 	if r.carried {
-		e.b.carriers.Add(-1)
+		b.carriers.Add(-1)
 	}
-	return err
 }
 
 // checkSize returns ErrTooLarge for an entry that can never be stored: key

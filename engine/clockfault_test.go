@@ -53,17 +53,13 @@ func newClockEngine(t *testing.T, c clock.Clock, extra func(*engine.Config)) *en
 
 func mustCheck(t *testing.T, e *engine.Engine) {
 	t.Helper()
-	if err := checkKnown(e); err != nil {
+	if err := e.Check(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// checkKnown is Engine.Check. (It ignored the violation of finding F6
-// while that was open; F6 was fixed in 41e13eb.)
-func checkKnown(e *engine.Engine) error { return e.Check() }
-
-// TestIndexGarbageBounded is finding F6 (fixed in 41e13eb): after most TTL
-// entries are deleted or lose their TTL, the invariants must still hold.
+// TestIndexGarbageBounded: after most TTL entries are deleted or lose their
+// TTL, the expiry index's garbage stays bounded and the invariants hold.
 func TestIndexGarbageBounded(t *testing.T) {
 	for _, remove := range []string{"Delete", "Persist", "Set"} {
 		clk := clock.NewManual(badStart)
@@ -96,7 +92,7 @@ func TestClockJumpForward(t *testing.T) {
 	var expired atomic.Int64
 	e := newClockEngine(t, clk, func(c *engine.Config) {
 		c.OnRemove = func(r engine.Removal) {
-			if r.Cause == engine.Expired {
+			if r.Cause == engine.CauseExpired {
 				expired.Add(1)
 			}
 		}
@@ -171,7 +167,7 @@ func TestClockStandsStill(t *testing.T) {
 			t.Fatalf("cycle removed %d with a standing clock", n)
 		}
 	}
-	if ok, _ := e.ExpireAt("k2", clk.Time(), engine.ExpireAlways); !ok {
+	if ok, _ := e.ExpireAt("k2", clk.Time(), engine.ExpireConditionAlways); !ok {
 		t.Fatal("ExpireAt(now) did not apply")
 	}
 	if _, ok := e.Get("k2"); ok {
@@ -251,8 +247,7 @@ func TestClockGoesBackwards(t *testing.T) {
 	mustCheck(t, e)
 }
 
-// TestClockStepBackDoesNotResurrect is finding F3 (fixed in c033bc7): the
-// clock steps back between a read's decision that a key is due and its
+// TestClockStepBackDoesNotResurrect: the clock steps back between a read's decision that a key is due and its
 // removal, or while a due key waits to be reclaimed. A key that was due
 // must stay gone.
 func TestClockStepBackDoesNotResurrect(t *testing.T) {
@@ -381,7 +376,7 @@ func TestClockChaos(t *testing.T) {
 							last[k] = v
 						}
 						if i%500 == 0 {
-							if err := checkKnown(e); err != nil {
+							if err := e.Check(); err != nil {
 								errs <- err
 								return
 							}
@@ -414,8 +409,7 @@ func TestClockChaos(t *testing.T) {
 	}
 }
 
-// TestStatsDueAfterDeadlineMovesLater is finding F11 (fixed in 8bff175): an
-// entry whose deadline moved later (sliding TTL) and then passed must count
+// TestStatsDueAfterDeadlineMovesLater: an entry whose deadline moved later (sliding TTL) and then passed must count
 // in Stats.Due until it is reclaimed.
 func TestStatsDueAfterDeadlineMovesLater(t *testing.T) {
 	for _, move := range []string{"GetAndExpire", "Expire", "SetKeepTTL"} {
@@ -426,7 +420,7 @@ func TestStatsDueAfterDeadlineMovesLater(t *testing.T) {
 		case "GetAndExpire":
 			e.GetAndExpire("b", time.Minute)
 		case "Expire":
-			e.Expire("b", time.Minute, engine.ExpireGT)
+			e.Expire("b", time.Minute, engine.ExpireConditionGT)
 		case "SetKeepTTL":
 			e.SetTTL("b", []byte("2"), time.Minute)
 		}

@@ -57,9 +57,9 @@ func TestEveryOpReadsClockUnderShardLock(t *testing.T) {
 		{"Delete", func(e *Engine) error { e.Delete("k"); return nil }},
 		{"CompareAndDelete", func(e *Engine) error { e.CompareAndDelete("k", 1); return nil }},
 		{"GetAndDelete", func(e *Engine) error { e.GetAndDelete("k"); return nil }},
-		{"Expire", func(e *Engine) error { _, err := e.Expire("k", time.Hour, ExpireAlways); return err }},
+		{"Expire", func(e *Engine) error { _, err := e.Expire("k", time.Hour, ExpireConditionAlways); return err }},
 		{"ExpireAt", func(e *Engine) error {
-			_, err := e.ExpireAt("k", t0.Add(time.Hour), ExpireAlways)
+			_, err := e.ExpireAt("k", t0.Add(time.Hour), ExpireConditionAlways)
 			return err
 		}},
 		{"Persist", func(e *Engine) error { e.Persist("k"); return nil }},

@@ -59,13 +59,19 @@ func TestCloseEndsGoroutines(t *testing.T) {
 	baseLoops := engineGoroutines()
 	baseAll := runtime.NumGoroutine()
 	var engines []*engine.Engine
+	var expiring []chan struct{} // closed at the first removal by an engine whose loop runs soon
 	intervals := []time.Duration{0, time.Nanosecond, time.Millisecond, time.Hour, -1}
 	for i := 0; i < 20; i++ {
 		iv := intervals[i%len(intervals)]
+		removed := make(chan struct{})
+		var once sync.Once
 		e, err := engine.New(engine.Config{Shards: 1 << (i % 5), ExpiryInterval: iv, MaxBytes: 1 << 20, Policy: evict.AllKeysLFU,
-			OnRemove: func(engine.Removal) {}})
+			OnRemove: func(engine.Removal) { once.Do(func() { close(removed) }) }})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if iv >= 0 && iv < time.Second {
+			expiring = append(expiring, removed)
 		}
 		for j := 0; j < 200; j++ {
 			e.SetTTL(fmt.Sprint(j), []byte("v"), time.Duration(1+j%3)*time.Millisecond)
@@ -76,7 +82,15 @@ func TestCloseEndsGoroutines(t *testing.T) {
 	if n := engineGoroutines(); n != wantLoops {
 		t.Fatalf("%d expiry loops running, want %d", n, wantLoops)
 	}
-	time.Sleep(5 * time.Millisecond) // let the loops expire something
+	// Close while the loops work: wait until each that runs soon has
+	// expired something.
+	for _, removed := range expiring {
+		select {
+		case <-removed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("an expiry loop removed nothing in 10 s")
+		}
+	}
 	for i, e := range engines {
 		if i%2 == 0 {
 			// Close concurrently from several goroutines: idempotent.
@@ -122,7 +136,7 @@ func TestOpsAfterClose(t *testing.T) {
 	closedErr["Set"] = func() error { _, err := e.Set("k", []byte("v")); return err }()
 	closedErr["SetTTL"] = func() error { _, err := e.SetTTL("k", []byte("v"), time.Second); return err }()
 	closedErr["SetWith"] = func() error {
-		_, _, err := e.SetWith("n", nil, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL})
+		_, _, err := e.SetWith("n", nil, engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: engine.NoTTL})
 		return err
 	}()
 	closedErr["CompareAndSwap"] = func() error { _, _, err := e.CompareAndSwap("k", it.Version, []byte("v")); return err }()
@@ -139,9 +153,12 @@ func TestOpsAfterClose(t *testing.T) {
 		return err
 	}()
 	closedErr["Commit delete"] = func() error { _, _, err := e.Commit(nil, []engine.Op{{Key: "k", Delete: true}}); return err }()
-	closedErr["Expire"] = func() error { _, err := e.Expire("t", time.Second, engine.ExpireAlways); return err }()
-	closedErr["ExpireAt due"] = func() error { _, err := e.ExpireAt("t", badStart, engine.ExpireAlways); return err }()
-	closedErr["ExpireAt"] = func() error { _, err := e.ExpireAt("t", badStart.Add(time.Minute), engine.ExpireAlways); return err }()
+	closedErr["Expire"] = func() error { _, err := e.Expire("t", time.Second, engine.ExpireConditionAlways); return err }()
+	closedErr["ExpireAt due"] = func() error { _, err := e.ExpireAt("t", badStart, engine.ExpireConditionAlways); return err }()
+	closedErr["ExpireAt"] = func() error {
+		_, err := e.ExpireAt("t", badStart.Add(time.Minute), engine.ExpireConditionAlways)
+		return err
+	}()
 	closedErr["GetAndExpire"] = func() error { _, _, err := e.GetAndExpire("t", time.Second); return err }()
 	for op, err := range closedErr {
 		if !errors.Is(err, engine.ErrClosed) {
@@ -176,7 +193,7 @@ func TestOpsAfterClose(t *testing.T) {
 	if st := e.Stats(); st.Entries != 0 || st.Bytes != 0 {
 		t.Errorf("Stats after Close: %+v", st)
 	}
-	if err := checkKnown(e); err != nil {
+	if err := e.Check(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Close(); err != nil {
@@ -197,11 +214,19 @@ func TestCloseDuringOperations(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		var bad atomic.Value
+		// Close comes after a number of operations that varies by round,
+		// so that it meets each kind of operation at different stages.
+		var done atomic.Int64
+		target := int64(1 + round*round*50)
+		busy := make(chan struct{})
 		for w := 0; w < 6; w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for i := 0; ; i++ {
+					if done.Add(1) == target {
+						close(busy)
+					}
 					k := fmt.Sprint("k", (i*7+w)%64)
 					var err error
 					switch (i + w) % 6 {
@@ -218,7 +243,7 @@ func TestCloseDuringOperations(t *testing.T) {
 						e.Get(k)
 						e.Delete(k)
 					case 4:
-						_, err = e.Expire(k, time.Millisecond, engine.ExpireAlways)
+						_, err = e.Expire(k, time.Millisecond, engine.ExpireConditionAlways)
 					case 5:
 						for range e.Items() {
 							break
@@ -239,13 +264,18 @@ func TestCloseDuringOperations(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		exited := make(chan struct{}) // every worker gave up (bad is set)
+		go func() { wg.Wait(); close(exited) }()
+		select {
+		case <-busy:
+		case <-exited:
+		}
 		e.Close()
 		wg.Wait()
 		if err, _ := bad.Load().(error); err != nil {
 			t.Fatal(err)
 		}
-		if err := checkKnown(e); err != nil {
+		if err := e.Check(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -261,7 +291,7 @@ func TestCloseDuringOperations(t *testing.T) {
 //     not reported.
 //   - It panics on the background expiry goroutine: the engine recovers it,
 //     counts it in Stats.ListenerPanics, reports the remaining removals, and
-//     the loop goes on (since 6047716; before, the program crashed).
+//     the loop goes on (the program does not crash).
 //   - It blocks: only the goroutine that runs it waits. Other operations,
 //     on any key and shard, RunExpiryCycle included, proceed. Close does not
 //     wait for a listener running on the expiry goroutine (it may be the
@@ -405,6 +435,7 @@ func TestListenerBlocks(t *testing.T) {
 	<-entered
 	// The deleting goroutine is stuck in the listener. Same shard:
 	ops := make(chan struct{})
+	var checkErr error // written before ops is closed
 	go func() {
 		defer close(ops)
 		for i := 0; i < 100; i++ {
@@ -416,12 +447,15 @@ func TestListenerBlocks(t *testing.T) {
 		e.Set("block-delete", []byte("again"))
 		e.Commit(nil, []engine.Op{{Key: "x", Value: []byte("1"), TTL: engine.NoTTL}})
 		e.Stats()
-		checkKnown(e)
+		checkErr = e.Check()
 	}()
 	select {
 	case <-ops:
 	case <-time.After(5 * time.Second):
 		t.Fatal("operations blocked behind a blocked listener")
+	}
+	if checkErr != nil {
+		t.Fatal(checkErr)
 	}
 	// Now block the expiry goroutine.
 	e.SetTTL("block-expiry", []byte("v"), time.Millisecond)
@@ -435,7 +469,7 @@ func TestListenerBlocks(t *testing.T) {
 	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
 		t.Fatal("the expiry goroutine did not end after its listener returned")
 	}
-	if err := checkKnown(e); err != nil {
+	if err := e.Check(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -482,6 +516,8 @@ func TestCloseStartsNoExpiryListenerAfterReturn(t *testing.T) {
 func TestListenerCallsEngine(t *testing.T) {
 	var e *engine.Engine
 	var calls atomic.Int64
+	expired := make(chan struct{}) // closed once a listener for an expiry has called the engine
+	var once sync.Once
 	e, err := engine.New(engine.Config{Shards: 2, ExpiryInterval: time.Millisecond, MaxBytes: 2 << 10, Policy: evict.AllKeysLRU,
 		OnRemove: func(r engine.Removal) {
 			calls.Add(1)
@@ -491,6 +527,9 @@ func TestListenerCallsEngine(t *testing.T) {
 			e.Get(r.Key)
 			e.Incr("audit:" + r.Cause.String())
 			e.Delete("audit:nothing")
+			if r.Cause == engine.CauseExpired {
+				once.Do(func() { close(expired) })
+			}
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -506,7 +545,7 @@ func TestListenerCallsEngine(t *testing.T) {
 				e.Delete(k)
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		<-expired // the keys expire in 1-3 ms, lazily or in the expiry goroutine
 	}()
 	select {
 	case <-done:
@@ -516,7 +555,7 @@ func TestListenerCallsEngine(t *testing.T) {
 	if calls.Load() == 0 {
 		t.Fatal("listener never called")
 	}
-	if err := checkKnown(e); err != nil {
+	if err := e.Check(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -44,7 +44,7 @@ func TestConcurrentSetIfAbsentOneWinner(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				_, ok, err := e.SetWith(key, []byte("me"), SetOptions{Only: IfAbsent, TTL: time.Minute})
+				_, ok, err := e.SetWith(key, []byte("me"), SetOptions{Only: ConditionIfAbsent, TTL: time.Minute})
 				if err != nil {
 					t.Error(err)
 				}

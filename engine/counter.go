@@ -35,9 +35,9 @@ func (e *Engine) DecrBy(key string, delta int64) (int64, error) {
 	return e.IncrWith(key, -delta, IncrOptions{TTL: NoTTL})
 }
 
-// IncrWith is IncrBy with options that apply when the increment creates the
-// key: a TTL (set only then, so a fixed window is not extended by later
-// increments) and pinning.
+// IncrWith is IncrBy with options: a TTL that applies only when the
+// increment creates the key (so a fixed window is not extended by later
+// increments), and pinning (as SetOptions.Pin).
 func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error) {
 	if err := e.checkKey(key); err != nil {
 		return 0, err
@@ -49,26 +49,21 @@ func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error)
 		return 0, ErrClosed
 	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
 	var n int64
-	var r room
-	err := e.withRoom(&r, evp, func() (err error) {
-		s.mu.Lock()
-		n, err = s.incrLocked(e, key, h, delta, o, &r, evp)
-		e.b.endRound(&r, err)
-		s.mu.Unlock()
-		return err
-	})
-	e.deliver(ev)
+	var err error
+	var op locked
+	for op.lock(e, s) {
+		n, err = s.incrLocked(key, h, delta, o, op.now, &op.r, op.events())
+		err = op.unlock(err)
+	}
 	return n, err
 }
 
-func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrOptions, r *room, ev *[]Removal) (int64, error) {
+// incrLocked is IncrWith under the shard's exclusive lock.
+func (s *shard) incrLocked(key string, h uint64, delta int64, o IncrOptions, now int64, r *room, ev *[]Removal) (int64, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
-	now := e.now()
 	slot, found := s.lookupLocked(key, h, now, ev)
 	var n int64
 	var deadline int64
@@ -92,7 +87,7 @@ func (s *shard) incrLocked(e *Engine, key string, h uint64, delta int64, o IncrO
 	}
 	n += delta
 	var buf [20]byte
-	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin && !found, now, r, ev); err != nil {
+	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin, now, r, ev); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -123,7 +123,7 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 			case d == 0:
 				// Garbage: the entry lost its TTL.
 			case d == it.Deadline:
-				s.removeLocked(it.Slot, hashes[i], Expired, ev)
+				s.removeLocked(it.Slot, hashes[i], CauseExpired, ev)
 				n++
 			case d > it.Deadline:
 				// The deadline moved later: file it there (a no-op if an
@@ -158,7 +158,9 @@ func (s *shard) dueLocked(now int64) int {
 	return len(seen)
 }
 
-// ReclaimDue implements expiry.Reclaimer for the active cycle.
+// reclaimDue is one shard's part of an active expiry cycle: it removes up
+// to max due entries under the shard's lock. reclaimer.ReclaimDue, which
+// implements expiry.Reclaimer, calls it.
 func (s *shard) reclaimDue(now int64, max int, ev *[]Removal) (int, bool) {
 	s.mu.Lock()
 	n, more := s.reclaimDueLocked(now, max, ev)

@@ -21,11 +21,39 @@
 // counters keep it; SetOptions.TTLOnCreate and IncrOptions.TTL set it only
 // when the write creates the key.
 //
-// # TTL arguments
+// # Contract
+//
+// One rule per axis, followed by every call:
+//
+//	Axis              Rule
+//	version           0 is no key's version. As SetOptions.IfVersion it is AnyVersion: no
+//	                  condition. As Precondition.Version it is MustBeAbsent: the key must
+//	                  not exist (an absent key's version is 0). As the version argument
+//	                  of CompareAndSwap or CompareAndDelete it matches no key: false, nil.
+//	                  A miss reports version 0.
+//	TTL               NoTTL says "no expiry"; 0 and other negatives are ErrInvalidTTL
+//	                  (never "forever"; details in the table below).
+//	key length        a key longer than Config.MaxKeySize is ErrKeyTooLarge on every call
+//	                  that returns an error (Set*, CompareAndSwap, counters, Commit,
+//	                  Expire, ExpireAt, GetAndExpire); a call without an error result
+//	                  (Get, AppendGet, GetItem, TTL, Delete, CompareAndDelete,
+//	                  GetAndDelete, Persist, Pin) reports a miss: no such key can exist.
+//	closed engine     ErrClosed on every call that returns an error. Calls without an error
+//	                  result report a miss or false, All and Items yield nothing,
+//	                  RunExpiryCycle removes nothing, Len and Stats count no entries, and
+//	                  Close returns nil. Closed tells a miss from a closed engine.
+//	pinning           Pin in SetOptions, Op and IncrOptions pins the key the write leaves;
+//	                  a write without Pin leaves pinning as it was; Engine.Pin sets or
+//	                  clears it; it goes with the key when the key is removed.
+//	error order       first an invalid argument (ErrKeyTooLarge, ErrInvalidTTL,
+//	                  ErrInvalidOptions; DecrBy's delta of MinInt64 is ErrOverflow),
+//	                  then ErrClosed, then a failed condition
+//	                  (false, nil), then what is decided under the lock: a TTL that
+//	                  overflows the clock (ErrInvalidTTL), ErrTooLarge, ErrOutOfMemory.
 //
 // A key that never expires is something a caller says on purpose, with
 // NoTTL; a TTL of 0 (say, one computed from a deadline that has just
-// passed, or rounded down) is an error, never "forever". One rule for
+// passed, or rounded down) is an error, never "forever". The TTL rule for
 // every duration the engine takes:
 //
 //	TTL argument                    > 0              NoTTL              0                  other < 0
@@ -75,7 +103,7 @@ import (
 // picks one of Config.Shards shards by its low bits, and the shard's table
 // word by its high bits; each shard
 // is an RWMutex over pointer-free storage (a slot array, a key/value arena
-// and an open-addressing table; see shard.go) plus a B-tree of deadlines and
+// and an open-addressing table; see record.go) plus a B-tree of deadlines and
 // an eviction policy instance.
 //
 // Cost: a read hashes the key, takes the shard lock shared, probes the table

@@ -109,7 +109,7 @@ func TestTTLKinds(t *testing.T) {
 		}, time.Minute, true},
 		{"expire GT on key without TTL does nothing", func(e *Engine) error {
 			e.Set("k", []byte("a"))
-			ok, err := e.Expire("k", time.Minute, ExpireGT)
+			ok, err := e.Expire("k", time.Minute, ExpireConditionGT)
 			if ok {
 				return errors.New("GT applied")
 			}
@@ -117,7 +117,7 @@ func TestTTLKinds(t *testing.T) {
 		}, NoTTL, true},
 		{"expire LT on key without TTL sets it", func(e *Engine) error {
 			e.Set("k", []byte("a"))
-			ok, err := e.Expire("k", time.Minute, ExpireLT)
+			ok, err := e.Expire("k", time.Minute, ExpireConditionLT)
 			if !ok {
 				return errors.New("LT did not apply")
 			}
@@ -125,7 +125,7 @@ func TestTTLKinds(t *testing.T) {
 		}, time.Minute, true},
 		{"expire NX keeps existing TTL", func(e *Engine) error {
 			e.SetTTL("k", []byte("a"), time.Hour)
-			ok, err := e.Expire("k", time.Minute, ExpireNX)
+			ok, err := e.Expire("k", time.Minute, ExpireConditionNX)
 			if ok {
 				return errors.New("NX applied")
 			}
@@ -133,7 +133,7 @@ func TestTTLKinds(t *testing.T) {
 		}, time.Hour, true},
 		{"expire XX on no TTL does nothing", func(e *Engine) error {
 			e.Set("k", []byte("a"))
-			ok, err := e.Expire("k", time.Minute, ExpireXX)
+			ok, err := e.Expire("k", time.Minute, ExpireConditionXX)
 			if ok {
 				return errors.New("XX applied")
 			}
@@ -141,12 +141,12 @@ func TestTTLKinds(t *testing.T) {
 		}, NoTTL, true},
 		{"expire GT extends", func(e *Engine) error {
 			e.SetTTL("k", []byte("a"), time.Minute)
-			_, err := e.Expire("k", time.Hour, ExpireGT)
+			_, err := e.Expire("k", time.Hour, ExpireConditionGT)
 			return err
 		}, time.Hour, true},
 		{"expire 0 is refused and keeps the TTL", func(e *Engine) error {
 			e.SetTTL("k", []byte("a"), time.Minute)
-			ok, err := e.Expire("k", 0, ExpireAlways)
+			ok, err := e.Expire("k", 0, ExpireConditionAlways)
 			if ok || !errors.Is(err, ErrInvalidTTL) {
 				return fmt.Errorf("Expire(0) = %v, %v; want ErrInvalidTTL", ok, err)
 			}
@@ -154,7 +154,7 @@ func TestTTLKinds(t *testing.T) {
 		}, time.Minute, true},
 		{"expireAt in the past deletes", func(e *Engine) error {
 			e.Set("k", []byte("a"))
-			_, err := e.ExpireAt("k", t0.Add(-time.Hour), ExpireAlways)
+			_, err := e.ExpireAt("k", t0.Add(-time.Hour), ExpireConditionAlways)
 			return err
 		}, 0, false},
 		{"persist removes TTL", func(e *Engine) error {
@@ -275,10 +275,10 @@ func TestInvalidTTL(t *testing.T) {
 		{"IncrWith -2", func() error { _, err := e.IncrWith("n", 1, IncrOptions{TTL: -2}); return err }()},
 		{"IncrWith 0", func() error { _, err := e.IncrWith("n", 1, IncrOptions{}); return err }()},
 		{"SetWith 0", func() error { _, _, err := e.SetWith("k", []byte("x"), SetOptions{}); return err }()},
-		{"Expire 0", func() error { _, err := e.Expire("k", 0, ExpireAlways); return err }()},
-		{"Expire overflow", func() error { _, err := e.Expire("k", math.MaxInt64, ExpireAlways); return err }()},
+		{"Expire 0", func() error { _, err := e.Expire("k", 0, ExpireConditionAlways); return err }()},
+		{"Expire overflow", func() error { _, err := e.Expire("k", math.MaxInt64, ExpireConditionAlways); return err }()},
 		{"ExpireAt past 2262", func() error {
-			_, err := e.ExpireAt("k", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), ExpireAlways)
+			_, err := e.ExpireAt("k", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), ExpireConditionAlways)
 			return err
 		}()},
 	}
@@ -326,7 +326,7 @@ func TestVersionsNeverReused(t *testing.T) {
 		t.Fatal("CompareAndDelete with an expired incarnation's version succeeded")
 	}
 	// TTL changes keep the version.
-	e.Expire("k", time.Hour, ExpireAlways)
+	e.Expire("k", time.Hour, ExpireConditionAlways)
 	if it, _ := e.GetItem("k"); it.Version != v4 {
 		t.Fatalf("Expire changed version %d -> %d", v4, it.Version)
 	}
@@ -364,26 +364,26 @@ func TestCAS(t *testing.T) {
 
 func TestConditionalSets(t *testing.T) {
 	e, clk := newTest(t, Config{})
-	if _, ok, _ := e.SetWith("k", []byte("a"), SetOptions{Only: IfPresent, TTL: NoTTL}); ok {
+	if _, ok, _ := e.SetWith("k", []byte("a"), SetOptions{Only: ConditionIfPresent, TTL: NoTTL}); ok {
 		t.Fatal("IfPresent on a missing key wrote")
 	}
-	if _, ok, _ := e.SetWith("k", []byte("a"), SetOptions{Only: IfAbsent, TTL: time.Second}); !ok {
+	if _, ok, _ := e.SetWith("k", []byte("a"), SetOptions{Only: ConditionIfAbsent, TTL: time.Second}); !ok {
 		t.Fatal("IfAbsent on a missing key did not write")
 	}
-	if _, ok, _ := e.SetWith("k", []byte("b"), SetOptions{Only: IfAbsent, TTL: NoTTL}); ok {
+	if _, ok, _ := e.SetWith("k", []byte("b"), SetOptions{Only: ConditionIfAbsent, TTL: NoTTL}); ok {
 		t.Fatal("IfAbsent on a live key wrote")
 	}
 	clk.Advance(time.Second)
-	if _, ok, _ := e.SetWith("k", []byte("c"), SetOptions{Only: IfAbsent, TTL: NoTTL}); !ok {
+	if _, ok, _ := e.SetWith("k", []byte("c"), SetOptions{Only: ConditionIfAbsent, TTL: NoTTL}); !ok {
 		t.Fatal("IfAbsent on a due key did not write")
 	}
-	if _, ok, _ := e.SetWith("k", []byte("d"), SetOptions{Only: IfPresent, TTL: NoTTL}); !ok {
+	if _, ok, _ := e.SetWith("k", []byte("d"), SetOptions{Only: ConditionIfPresent, TTL: NoTTL}); !ok {
 		t.Fatal("IfPresent on a live key did not write")
 	}
 	if v, _ := getS(e, "k"); v != "d" {
 		t.Fatalf("got %q want d", v)
 	}
-	for _, o := range []SetOptions{{KeepTTL: true, TTL: 1}, {Only: 7, TTL: NoTTL}, {Only: IfAbsent, IfVersion: 3, TTL: NoTTL}} {
+	for _, o := range []SetOptions{{KeepTTL: true, TTL: 1}, {Only: 7, TTL: NoTTL}, {Only: ConditionIfAbsent, IfVersion: 3, TTL: NoTTL}} {
 		if _, _, err := e.SetWith("k", []byte("x"), o); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("SetWith(%+v): got %v want ErrInvalidOptions", o, err)
 		}
@@ -401,7 +401,7 @@ func TestGetAndDelete(t *testing.T) {
 	if _, ok := e.GetAndDelete("k"); ok {
 		t.Fatal("second GetAndDelete found the key")
 	}
-	if len(removed) != 1 || removed[0].Cause != Deleted || removed[0].Key != "k" {
+	if len(removed) != 1 || removed[0].Cause != CauseDeleted || removed[0].Key != "k" {
 		t.Fatalf("removals: got %+v want one Deleted k", removed)
 	}
 }

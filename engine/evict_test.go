@@ -65,7 +65,7 @@ func evictionRun(t *rapid.T, spec evict.Spec) {
 				t.Fatalf("%s: removal %s of %q v%d, shadow has v%d present=%v", op, r.Cause, r.Key, r.Version, se.ver, ok)
 			}
 			switch r.Cause {
-			case Evicted:
+			case CauseEvicted:
 				evicted = true
 				if spec.New == nil {
 					t.Fatalf("%s: noeviction evicted %q", op, r.Key)
@@ -80,14 +80,14 @@ func evictionRun(t *rapid.T, spec evict.Spec) {
 					t.Fatalf("%s: due key %q evicted instead of expired", op, r.Key)
 				}
 				delete(shadow, r.Key)
-			case Expired:
+			case CauseExpired:
 				if se.deadline == 0 || se.deadline > now {
 					t.Fatalf("%s: %q expired with deadline %d at %d", op, r.Key, se.deadline, now)
 				}
 				delete(shadow, r.Key)
-			case Deleted:
+			case CauseDeleted:
 				delete(shadow, r.Key)
-			case Replaced:
+			case CauseReplaced:
 			}
 		}
 		events = events[:0]
@@ -118,7 +118,7 @@ func evictionRun(t *rapid.T, spec evict.Spec) {
 			if err != nil {
 				// The write failed: nothing may have been evicted.
 				for _, r := range events {
-					if r.Cause == Evicted {
+					if r.Cause == CauseEvicted {
 						t.Fatalf("failed write (%v) evicted %q", err, r.Key)
 					}
 				}
@@ -174,7 +174,7 @@ func evictionRun(t *rapid.T, spec evict.Spec) {
 		"expire": func(t *rapid.T) {
 			k := key.Draw(t, "k")
 			ttl := rapid.SampledFrom([]time.Duration{0, time.Second, time.Hour}).Draw(t, "ttl")
-			ok, _ := e.Expire(k, ttl, ExpireAlways)
+			ok, _ := e.Expire(k, ttl, ExpireConditionAlways)
 			settle(t, "expire")
 			if ok && ttl > 0 {
 				se := shadow[k]
@@ -287,9 +287,12 @@ func TestDeadlinePolicySeesTTLChanges(t *testing.T) {
 		name string
 		move func(e *Engine) error
 	}{
-		{"Expire", func(e *Engine) error { _, err := e.Expire("a", 10*time.Hour, ExpireAlways); return err }},
-		{"ExpireGT", func(e *Engine) error { _, err := e.Expire("a", 10*time.Hour, ExpireGT); return err }},
-		{"ExpireAt", func(e *Engine) error { _, err := e.ExpireAt("a", t0.Add(10*time.Hour), ExpireAlways); return err }},
+		{"Expire", func(e *Engine) error { _, err := e.Expire("a", 10*time.Hour, ExpireConditionAlways); return err }},
+		{"ExpireConditionGT", func(e *Engine) error { _, err := e.Expire("a", 10*time.Hour, ExpireConditionGT); return err }},
+		{"ExpireAt", func(e *Engine) error {
+			_, err := e.ExpireAt("a", t0.Add(10*time.Hour), ExpireConditionAlways)
+			return err
+		}},
 		{"GetAndExpire", func(e *Engine) error { _, _, err := e.GetAndExpire("a", 10*time.Hour); return err }},
 	}
 	for _, tc := range moves {

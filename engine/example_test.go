@@ -40,8 +40,8 @@ func ExampleEngine_SetWith() {
 	e, _ := engine.New(engine.Config{})
 	defer e.Close()
 	// Set-if-absent: only the first writer wins.
-	_, won, _ := e.SetWith("lock", []byte("worker-1"), engine.SetOptions{Only: engine.IfAbsent, TTL: 30 * time.Second})
-	_, won2, _ := e.SetWith("lock", []byte("worker-2"), engine.SetOptions{Only: engine.IfAbsent, TTL: 30 * time.Second})
+	_, won, _ := e.SetWith("lock", []byte("worker-1"), engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: 30 * time.Second})
+	_, won2, _ := e.SetWith("lock", []byte("worker-2"), engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: 30 * time.Second})
 	fmt.Println(won, won2)
 	// Output: true false
 }
@@ -87,8 +87,8 @@ func ExampleEngine_Expire() {
 	e, _ := engine.New(engine.Config{})
 	defer e.Close()
 	e.Set("k", []byte("v"))
-	gt, _ := e.Expire("k", time.Minute, engine.ExpireGT) // no TTL counts as infinite
-	lt, _ := e.Expire("k", time.Minute, engine.ExpireLT)
+	gt, _ := e.Expire("k", time.Minute, engine.ExpireConditionGT) // no TTL counts as infinite
+	lt, _ := e.Expire("k", time.Minute, engine.ExpireConditionLT)
 	fmt.Println(gt, lt)
 	ttl, ok := e.TTL("k")
 	fmt.Println(ttl > 0, ok)

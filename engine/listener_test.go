@@ -179,7 +179,7 @@ func TestListenerRunsOutsideCycleLock(t *testing.T) {
 			if n != 1 {
 				t.Fatalf("RunExpiryCycle removed %d, want 1 (second)", n)
 			}
-			if c, ok := removed.Load("second"); !ok || c != engine.Expired {
+			if c, ok := removed.Load("second"); !ok || c != engine.CauseExpired {
 				t.Fatalf("removal of second: %v %v, want reported as expired", c, ok)
 			}
 		})

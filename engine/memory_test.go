@@ -20,9 +20,9 @@ func heapInUse() uint64 {
 // TestEntryOverheadMatchesHeap measures the real heap cost of entries and
 // checks that the accounted bytes (key + value + EntryOverhead) stay within
 // ±15% of the heap growth, for 1M entries of 16-byte keys and 64-byte values
-// (the reference point) and for larger values.
+// (the reference point of the memory budget) and for larger values.
 //
-//	go test ./engine -run TestEntryOverheadMatchesHeap -v
+//	TIDE_HEAP=1 go test ./engine -run TestEntryOverheadMatchesHeap -v
 func TestEntryOverheadMatchesHeap(t *testing.T) {
 	if os.Getenv("TIDE_HEAP") == "" {
 		t.Skip("heap measurement (fills 1M entries): opt-in with TIDE_HEAP=1")

@@ -88,7 +88,7 @@ func TestModel(t *testing.T) {
 					t.Fatalf("SetWith: %v", err)
 				}
 				cur, exists := md.live(k)
-				wantOK := !(only == IfAbsent && exists) && !(only == IfPresent && !exists)
+				wantOK := !(only == ConditionIfAbsent && exists) && !(only == ConditionIfPresent && !exists)
 				if ok != wantOK {
 					t.Fatalf("SetWith(%q,%+v) ok=%v want %v", k, o, ok, wantOK)
 				}
@@ -212,13 +212,13 @@ func TestModel(t *testing.T) {
 				want := exists
 				if exists {
 					switch cond {
-					case ExpireNX:
+					case ExpireConditionNX:
 						want = cur.deadline == 0
-					case ExpireXX:
+					case ExpireConditionXX:
 						want = cur.deadline != 0
-					case ExpireGT:
+					case ExpireConditionGT:
 						want = cur.deadline != 0 && d > cur.deadline
-					case ExpireLT:
+					case ExpireConditionLT:
 						want = cur.deadline == 0 || d < cur.deadline
 					}
 				}

@@ -4,8 +4,7 @@ import (
 	"time"
 )
 
-// events returns where a locked operation should record removals: nil when
-// no listener is set (so nothing is copied).
+// events returns buf, or nil when no listener is set.
 func (e *Engine) events(buf *[]Removal) *[]Removal {
 	if e.onRemove == nil {
 		return nil

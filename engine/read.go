@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"iter"
 	"time"
 
@@ -17,30 +16,12 @@ func (e *Engine) Get(key string) ([]byte, bool) {
 // allocates nothing when dst has room.
 func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s, h := e.shardFor(key)
-	s.mu.RLock()
-	slot, ok := s.findLocked(key, h)
+	en, _, ok := e.rlockLive(s, key, h, true)
 	if !ok {
-		if s.pol != nil {
-			s.pol.Miss(h)
-		}
-		s.mu.RUnlock()
-		s.misses.Add(1)
 		return dst, false
 	}
-	off := s.ents[slot] - 1
-	hd := s.arena[off : off+hdrSize : off+hdrSize]
-	if d := int64(binary.LittleEndian.Uint64(hd[hdrDeadline:])); d != 0 && e.now() >= d {
-		s.mu.RUnlock()
-		e.expireNow(s, key, h)
-		s.misses.Add(1)
-		return dst, false
-	}
-	kf := binary.LittleEndian.Uint32(hd[hdrKlen:])
-	v := off + hdrSize + kf&maxKeyLen
-	dst = append(dst, s.arena[v:v+binary.LittleEndian.Uint32(hd[hdrVlen:])]...)
-	if kf>>24&flagTracked != 0 {
-		s.pol.Access(evict.Handle(slot))
-	}
+	dst = append(dst, en.value()...)
+	s.accessRLocked(en)
 	s.mu.RUnlock()
 	s.hits.Add(1)
 	return dst, true
@@ -49,34 +30,73 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 // GetItem returns a copy of key's value with its version and TTL.
 func (e *Engine) GetItem(key string) (Item, bool) {
 	s, h := e.shardFor(key)
-	s.mu.RLock()
-	slot, ok := s.findLocked(key, h)
+	en, now, ok := e.rlockLive(s, key, h, true)
 	if !ok {
-		if s.pol != nil {
-			s.pol.Miss(h)
-		}
-		s.mu.RUnlock()
-		s.misses.Add(1)
 		return Item{}, false
 	}
-	en := s.at(slot)
-	var now int64
-	if en.deadline() != 0 {
-		now = e.now()
-		if now >= en.deadline() {
-			s.mu.RUnlock()
-			e.expireNow(s, key, h)
-			s.misses.Add(1)
-			return Item{}, false
-		}
-	}
 	it := itemOf(en, now)
-	if en.flags()&flagTracked != 0 {
-		s.pol.Access(evict.Handle(slot))
-	}
+	s.accessRLocked(en)
 	s.mu.RUnlock()
 	s.hits.Add(1)
 	return it, true
+}
+
+// TTL reports the time left before key expires: ok is false if the key does
+// not exist; ttl is NoTTL if it exists without expiry. It counts no hit or
+// miss and is no access for the eviction policy.
+func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
+	s, h := e.shardFor(key)
+	en, now, ok := e.rlockLive(s, key, h, false)
+	if !ok {
+		return 0, false
+	}
+	ttl = NoTTL
+	if d := en.deadline(); d != 0 {
+		ttl = time.Duration(d - now)
+	}
+	s.mu.RUnlock()
+	return ttl, true
+}
+
+// rlockLive takes s.mu shared and finds key's live entry: the read path
+// every read shares. On success s.mu is still held (the caller releases
+// it), and now is the engine's time if the entry has a deadline, else 0: a
+// read of a key without TTL does not read the clock. Otherwise s.mu has
+// been released: a due entry is removed (lazy expiry, expireNow), and a
+// counted read tells the policy of a missing key and counts a miss.
+func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en entry, now int64, ok bool) {
+	s.mu.RLock()
+	slot, ok := s.findLocked(key, h)
+	if !ok {
+		if counted && s.pol != nil {
+			s.pol.Miss(h)
+		}
+		s.mu.RUnlock()
+		if counted {
+			s.misses.Add(1)
+		}
+		return entry{}, 0, false
+	}
+	en = s.at(slot)
+	if d := en.deadline(); d != 0 {
+		if now = e.now(); now >= d {
+			s.mu.RUnlock()
+			e.expireNow(s, key, h)
+			if counted {
+				s.misses.Add(1)
+			}
+			return entry{}, 0, false
+		}
+	}
+	return en, now, true
+}
+
+// accessRLocked tells the policy of a read hit on en (its concurrent-safe
+// Access: s.mu is held shared).
+func (s *shard) accessRLocked(en entry) {
+	if en.flags()&flagTracked != 0 {
+		s.pol.Access(evict.Handle(en.slot))
+	}
 }
 
 func itemOf(en entry, now int64) Item {
@@ -85,37 +105,6 @@ func itemOf(en entry, now int64) Item {
 		it.TTL = time.Duration(d - now)
 	}
 	return it
-}
-
-// TTL reports the time left before key expires: ok is false if the key does
-// not exist; ttl is NoTTL if it exists without expiry.
-func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
-	it, ok := e.peek(key)
-	return it.TTL, ok
-}
-
-// peek reads key's metadata without copying its value or counting a hit.
-func (e *Engine) peek(key string) (Item, bool) {
-	s, h := e.shardFor(key)
-	s.mu.RLock()
-	slot, ok := s.findLocked(key, h)
-	if !ok {
-		s.mu.RUnlock()
-		return Item{}, false
-	}
-	en := s.at(slot)
-	it := Item{Version: en.version(), TTL: NoTTL, Pinned: en.flags()&flagPinned != 0}
-	if d := en.deadline(); d != 0 {
-		now := e.now()
-		if now >= d {
-			s.mu.RUnlock()
-			e.expireNow(s, key, h)
-			return Item{}, false
-		}
-		it.TTL = time.Duration(d - now)
-	}
-	s.mu.RUnlock()
-	return it, true
 }
 
 // All returns an iterator over the live entries: key and a copy of the
@@ -180,19 +169,18 @@ func (e *Engine) Items() iter.Seq2[string, Item] {
 }
 
 // expireNow removes key if it is (still) due: lazy expiry, upgraded to the
-// exclusive lock.
+// exclusive lock. A reader saw the entry due at its now; the now read under
+// the exclusive lock is at least that.
 func (e *Engine) expireNow(s *shard, key string, h uint64) {
-	var ev []Removal
-	evp := e.events(&ev)
-	s.mu.Lock()
-	if slot, ok := s.findLocked(key, h); ok && !s.closed {
-		// A reader saw this entry due at its now; e.now() is at least that.
-		if d := s.at(slot).deadline(); d != 0 && e.now() >= d {
-			s.removeLocked(slot, h, Expired, evp)
+	var op locked
+	for op.lock(e, s) {
+		if slot, ok := s.findLocked(key, h); ok && !s.closed {
+			if d := s.at(slot).deadline(); d != 0 && op.now >= d {
+				s.removeLocked(slot, h, CauseExpired, op.events())
+			}
 		}
+		op.unlock(nil)
 	}
-	s.mu.Unlock()
-	e.deliver(ev)
 }
 
 // lookupLocked finds key for a writer, removing it first if it is due. It
@@ -201,7 +189,7 @@ func (s *shard) lookupLocked(key string, h uint64, now int64, ev *[]Removal) (ui
 	slot, ok := s.findLocked(key, h)
 	if ok {
 		if d := s.at(slot).deadline(); d != 0 && now >= d {
-			s.removeLocked(slot, h, Expired, ev)
+			s.removeLocked(slot, h, CauseExpired, ev)
 			return 0, false
 		}
 	}

@@ -205,11 +205,11 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	s.garbage += en.recLen()
 	s.live--
 	switch cause {
-	case Expired:
+	case CauseExpired:
 		s.expired++
-	case Evicted:
+	case CauseEvicted:
 		s.evicted++
-	case Deleted:
+	case CauseDeleted:
 		s.deleted++
 	}
 	s.ents[slot] = 0
@@ -217,5 +217,14 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	if hadTTL {
 		s.ttlLive-- // its index item is now garbage
 		s.boundIndexLocked()
+	}
+}
+
+// countRead counts a read's hit or miss.
+func (s *shard) countRead(hit bool) {
+	if hit {
+		s.hits.Add(1)
+	} else {
+		s.misses.Add(1)
 	}
 }

@@ -372,7 +372,7 @@ func stressRun(t *testing.T, st *stressStats, policy evict.Spec, d time.Duration
 				}
 			}
 			if time.Since(lastCheck) > 100*time.Millisecond {
-				if err := checkKnown(e); err != nil {
+				if err := e.Check(); err != nil {
 					failf("Check: %v", err)
 					return
 				}
@@ -415,7 +415,7 @@ func stressRun(t *testing.T, st *stressStats, policy evict.Spec, d time.Duration
 			t.Errorf("%s = %q, want %d successful swaps", k, v, want)
 		}
 	}
-	if err := checkKnown(e); err != nil {
+	if err := e.Check(); err != nil {
 		t.Fatal(err)
 	}
 	fin := e.Stats()

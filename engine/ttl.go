@@ -9,9 +9,9 @@ import (
 // Expire sets key to expire ttl from now if cond holds, and reports whether
 // it did. A ttl ≤ 0 (NoTTL included: Persist removes a TTL, Delete a key)
 // or one that overflows the clock is ErrInvalidTTL, and the key is left as
-// it was.
+// it was; other errors: ErrInvalidOptions, ErrKeyTooLarge, ErrClosed.
 func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bool, error) {
-	if cond > ExpireLT {
+	if cond > ExpireConditionLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
 	}
 	if ttl <= 0 {
@@ -24,7 +24,7 @@ func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bo
 
 // ExpireAt is Expire with an absolute deadline on the engine's clock. A
 // deadline already due deletes the key (as Redis's EXPIREAT does; the
-// removal's cause is Deleted).
+// removal's cause is CauseDeleted).
 func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) (bool, error) {
 	if deadline.After(time.Unix(0, math.MaxInt64)) {
 		return false, fmt.Errorf("%w: deadline %v past the clock's range", ErrInvalidTTL, deadline)
@@ -40,55 +40,68 @@ func (e *Engine) ExpireAt(key string, deadline time.Time, cond ExpireCondition) 
 // read under the shard lock, so that the key's liveness and its new
 // deadline are decided at one instant.
 func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now int64) (int64, error)) (bool, error) {
-	if cond > ExpireLT {
+	if cond > ExpireConditionLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
+	}
+	if err := e.checkKey(key); err != nil {
+		return false, err
 	}
 	if e.closed.Load() {
 		return false, ErrClosed
 	}
-	if len(key) > e.maxKey {
-		return false, nil
-	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
-	s.mu.Lock()
-	now := e.now()
-	d, err := deadlineAt(now)
-	if err != nil {
-		s.mu.Unlock()
-		return false, err
-	}
-	done := false
-	if slot, ok := s.lookupLocked(key, h, now, evp); ok {
-		en := s.at(slot)
-		cur := en.deadline()
-		switch cond {
-		case ExpireAlways:
-			done = true
-		case ExpireNX:
-			done = cur == 0
-		case ExpireXX:
-			done = cur != 0
-		case ExpireGT:
-			done = cur != 0 && d > cur
-		case ExpireLT:
-			done = cur == 0 || d < cur
+	var done bool
+	var err error
+	var op locked
+	for op.lock(e, s) {
+		var d int64
+		if d, err = deadlineAt(op.now); err == nil {
+			done = s.expireLocked(key, h, cond, d, op.now, op.events())
 		}
-		if done {
-			if d <= now {
-				s.removeLocked(slot, h, Deleted, evp)
-				s.maybeShrinkLocked()
-			} else {
-				size := en.size()
-				s.setDeadlineLocked(en, d)
-				s.syncPolicyLocked(en, h, size, false)
-			}
-		}
+		err = op.unlock(err)
 	}
-	s.mu.Unlock()
-	e.deliver(ev)
-	return done, nil
+	return done, err
+}
+
+// expireLocked sets key's deadline to d if cond holds, deleting the key if
+// d is not after now, and reports whether it did.
+func (s *shard) expireLocked(key string, h uint64, cond ExpireCondition, d, now int64, ev *[]Removal) bool {
+	slot, ok := s.lookupLocked(key, h, now, ev)
+	if !ok {
+		return false
+	}
+	en := s.at(slot)
+	cur := en.deadline()
+	var done bool
+	switch cond {
+	case ExpireConditionAlways:
+		done = true
+	case ExpireConditionNX:
+		done = cur == 0
+	case ExpireConditionXX:
+		done = cur != 0
+	case ExpireConditionGT:
+		done = cur != 0 && d > cur
+	case ExpireConditionLT:
+		done = cur == 0 || d < cur
+	}
+	switch {
+	case !done:
+	case d <= now:
+		s.removeLocked(slot, h, CauseDeleted, ev)
+		s.maybeShrinkLocked()
+	default:
+		s.retimeLocked(en, h, d, false)
+	}
+	return done
+}
+
+// retimeLocked changes only en's deadline (its version
+// stays) and tells the policy; accessed counts the change as an access.
+func (s *shard) retimeLocked(en entry, h uint64, d int64, accessed bool) {
+	size := en.size()
+	s.setDeadlineLocked(en, d)
+	s.syncPolicyLocked(en, h, size, accessed)
 }
 
 // deadlineAfter returns now+ttl, or ErrInvalidTTL if ttl ≤ 0 or the sum
@@ -109,21 +122,15 @@ func (e *Engine) Persist(key string) bool {
 		return false
 	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
-	s.mu.Lock()
-	done := false
-	if slot, ok := s.lookupLocked(key, h, e.now(), evp); ok {
-		en := s.at(slot)
-		if en.deadline() != 0 {
-			size := en.size()
-			s.setDeadlineLocked(en, 0)
-			s.syncPolicyLocked(en, h, size, false)
+	var done bool
+	var op locked
+	for op.lock(e, s) {
+		if slot, ok := s.lookupLocked(key, h, op.now, op.events()); ok && s.at(slot).deadline() != 0 {
+			s.retimeLocked(s.at(slot), h, 0, false)
 			done = true
 		}
+		op.unlock(nil)
 	}
-	s.mu.Unlock()
-	e.deliver(ev)
 	return done
 }
 
@@ -133,38 +140,33 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	if ttl <= 0 {
 		return Item{}, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
 	}
+	if err := e.checkKey(key); err != nil {
+		return Item{}, false, err
+	}
 	if e.closed.Load() {
 		return Item{}, false, ErrClosed
 	}
-	if len(key) > e.maxKey {
-		return Item{}, false, nil
-	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
-	s.mu.Lock()
-	now := e.now()
-	d, err := deadlineAfter(now, ttl)
+	var it Item
+	var ok bool
+	var err error
+	var op locked
+	for op.lock(e, s) {
+		var d int64
+		if d, err = deadlineAfter(op.now, ttl); err == nil {
+			var slot uint32
+			if slot, ok = s.lookupLocked(key, h, op.now, op.events()); ok {
+				en := s.at(slot)
+				s.retimeLocked(en, h, d, true)
+				it = itemOf(en, op.now)
+			}
+		}
+		err = op.unlock(err)
+	}
 	if err != nil {
-		s.mu.Unlock()
 		return Item{}, false, err
 	}
-	slot, ok := s.lookupLocked(key, h, now, evp)
-	var it Item
-	if ok {
-		en := s.at(slot)
-		size := en.size()
-		s.setDeadlineLocked(en, d)
-		s.syncPolicyLocked(en, h, size, true)
-		it = itemOf(en, now)
-	}
-	s.mu.Unlock()
-	e.deliver(ev)
-	if ok {
-		s.hits.Add(1)
-	} else {
-		s.misses.Add(1)
-	}
+	s.countRead(ok)
 	return it, ok, nil
 }
 
@@ -175,20 +177,27 @@ func (e *Engine) Pin(key string, pinned bool) bool {
 		return false
 	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
-	s.mu.Lock()
-	slot, ok := s.lookupLocked(key, h, e.now(), evp)
-	if ok {
-		en := s.at(slot)
-		if pinned {
-			en.setFlags(en.flags() | flagPinned)
-		} else {
-			en.setFlags(en.flags() &^ flagPinned)
-		}
-		s.syncPolicyLocked(en, h, en.size(), false)
+	var ok bool
+	var op locked
+	for op.lock(e, s) {
+		ok = s.pinLocked(key, h, pinned, op.now, op.events())
+		op.unlock(nil)
 	}
-	s.mu.Unlock()
-	e.deliver(ev)
 	return ok
+}
+
+// pinLocked is Pin under the shard's exclusive lock.
+func (s *shard) pinLocked(key string, h uint64, pinned bool, now int64, ev *[]Removal) bool {
+	slot, ok := s.lookupLocked(key, h, now, ev)
+	if !ok {
+		return false
+	}
+	en := s.at(slot)
+	if pinned {
+		en.setFlags(en.flags() | flagPinned)
+	} else {
+		en.setFlags(en.flags() &^ flagPinned)
+	}
+	s.syncPolicyLocked(en, h, en.size(), false)
+	return true
 }

@@ -21,7 +21,7 @@ func TestComputedZeroTTLIsNotForever(t *testing.T) {
 			return err
 		}},
 		{"SetWith/IfPresent", func(e *Engine, ttl time.Duration) error {
-			_, _, err := e.SetWith("k", []byte("new"), SetOptions{TTL: ttl, Only: IfPresent})
+			_, _, err := e.SetWith("k", []byte("new"), SetOptions{TTL: ttl, Only: ConditionIfPresent})
 			return err
 		}},
 		{"SetWith/IfVersion", func(e *Engine, ttl time.Duration) error {
@@ -41,7 +41,10 @@ func TestComputedZeroTTLIsNotForever(t *testing.T) {
 			_, _, err := e.Commit(nil, []Op{{Key: "k", Value: []byte("new"), TTL: ttl}})
 			return err
 		}},
-		{"Expire", func(e *Engine, ttl time.Duration) error { _, err := e.Expire("k", ttl, ExpireAlways); return err }},
+		{"Expire", func(e *Engine, ttl time.Duration) error {
+			_, err := e.Expire("k", ttl, ExpireConditionAlways)
+			return err
+		}},
 		{"GetAndExpire", func(e *Engine, ttl time.Duration) error { _, _, err := e.GetAndExpire("k", ttl); return err }},
 	}
 	for _, p := range paths {

@@ -8,25 +8,42 @@ import (
 )
 
 // Precondition is a version a transaction requires: the key must exist with
-// exactly Version, or, if Version is 0, must not exist. An expired or
+// exactly Version, or, if Version is MustBeAbsent, must not exist. An expired or
 // evicted key no longer has its old version, so a precondition on it fails.
 type Precondition struct {
 	Key     string
 	Version uint64
 }
 
-// Op is one write of a transaction.
+// Op is one write of a transaction: SetWith(Key, Value, options), or a
+// delete of Key. Its option fields mean what SetOptions' do.
 type Op struct {
 	Key    string
 	Value  []byte
 	Delete bool // remove the key instead of writing Value
-	// TTL is as SetOptions.TTL: positive, or NoTTL for no expiry; 0 and
-	// other negatives are ErrInvalidTTL unless KeepTTL is set (then it
-	// must be 0). Ignored for a Delete.
-	TTL time.Duration
-	// KeepTTL keeps an existing key's deadline, as SetOptions.KeepTTL.
-	KeepTTL bool
-	Pin     bool
+	// TTL, KeepTTL and TTLOnCreate are as in SetOptions (see "Contract" in
+	// the package doc); a Delete ignores them.
+	TTL         time.Duration
+	KeepTTL     bool
+	TTLOnCreate bool
+	// Only and IfVersion are the op's condition, as in SetOptions; they
+	// apply to a Delete too (ConditionIfPresent, or a version to compare).
+	// If an op's condition does not hold, the commit does not happen, as
+	// when a Precondition fails.
+	Only      Condition
+	IfVersion uint64
+	// Pin is as SetOptions.Pin; a Delete ignores it.
+	Pin bool
+}
+
+// options returns op's write options.
+func (op *Op) options() SetOptions {
+	o := SetOptions{TTL: op.TTL, KeepTTL: op.KeepTTL, TTLOnCreate: op.TTLOnCreate, Only: op.Only, IfVersion: op.IfVersion, Pin: op.Pin}
+	if op.Delete {
+		// Only the condition applies to a delete.
+		o = SetOptions{TTL: NoTTL, Only: op.Only, IfVersion: op.IfVersion}
+	}
+	return o
 }
 
 // Commit applies ops all-or-nothing if every precondition holds, and returns
@@ -34,6 +51,9 @@ type Op struct {
 //
 //	for _, p := range pre {
 //		if version(p.Key) != p.Version { return nil, false, nil }
+//	}
+//	for _, op := range ops {
+//		if !holds(op.Only, op.IfVersion) { return nil, false, nil }
 //	}
 //	for i, op := range ops { apply(op); versions[i] = version(op.Key) }
 //	return versions, true, nil
@@ -58,10 +78,8 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 		if err := e.checkKey(op.Key); err != nil {
 			return nil, false, err
 		}
-		if !op.Delete {
-			if err := checkWriteTTL(op.TTL, op.KeepTTL); err != nil {
-				return nil, false, err
-			}
+		if err := op.options().check(); err != nil {
+			return nil, false, err
 		}
 		if _, dup := seen[op.Key]; dup {
 			return nil, false, fmt.Errorf("%w: key %q written twice", ErrInvalidOptions, op.Key)
@@ -86,37 +104,27 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 	}
 	slices.Sort(idx)
 	idx = slices.Compact(idx)
-	var ev []Removal
-	evp := e.events(&ev)
-	var r room
-	err = e.withRoom(&r, evp, func() (err error) {
-		for _, i := range idx {
-			e.shards[i].mu.Lock()
-		}
+	var op locked
+	for op.lockShards(e, idx) {
 		if len(idx) > 0 && e.shards[idx[0]].closed {
 			// Close marks every shard under its own lock, so a locked
 			// shard is a valid witness.
 			err = ErrClosed
 		} else {
-			versions, committed, err = e.commitLocked(pre, ops, hashes, &r, evp)
+			versions, committed, err = e.commitLocked(pre, ops, hashes, op.now, &op.r, op.events())
 		}
-		e.b.endRound(&r, err)
-		for _, i := range slices.Backward(idx) {
-			e.shards[i].mu.Unlock()
-		}
-		return err
-	})
-	e.deliver(ev)
+		err = op.unlock(err)
+	}
 	return versions, committed, err
 }
 
-func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, r *room, ev *[]Removal) ([]uint64, bool, error) {
-	now := e.now()
+// commitLocked is Commit with its shards locked, deciding at now.
+func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now int64, r *room, ev *[]Removal) ([]uint64, bool, error) {
 	for _, p := range pre {
 		s, h := e.shardFor(p.Key)
 		slot, ok := s.lookupLocked(p.Key, h, now, ev)
 		switch {
-		case !ok && p.Version != 0, ok && s.at(slot).version() != p.Version:
+		case !ok && p.Version != MustBeAbsent, ok && s.at(slot).version() != p.Version:
 			return nil, false, nil
 		}
 	}
@@ -134,10 +142,17 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, r *
 	excl := map[*shard][]uint32{}
 	arena := map[*shard]int64{} // record bytes each shard's arena gains at most
 	var net int64
-	for i, op := range ops {
+	for i := range ops {
 		s := &e.shards[hashes[i]&e.mask]
-		slot, found := s.lookupLocked(op.Key, hashes[i], now, ev)
-		p := plan{s: s, slot: slot, found: found}
+		slot, found := s.lookupLocked(ops[i].Key, hashes[i], now, ev)
+		if !ops[i].options().holds(s, slot, found) {
+			return nil, false, nil
+		}
+		plans[i] = plan{s: s, slot: slot, found: found}
+	}
+	for i, op := range ops {
+		p := plans[i]
+		s, slot, found := p.s, p.slot, p.found
 		if found {
 			excl[s] = append(excl[s], slot)
 		}
@@ -146,16 +161,11 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, r *
 				p.grow = -s.at(slot).size()
 			}
 		} else {
-			switch {
-			case op.KeepTTL && found:
-				p.deadline = s.at(slot).deadline()
-			case op.TTL > 0:
-				d, err := deadlineAfter(now, op.TTL)
-				if err != nil {
-					return nil, false, err
-				}
-				p.deadline = d
+			d, err := op.options().deadline(s, slot, found, now)
+			if err != nil {
+				return nil, false, err
 			}
+			p.deadline = d
 			if err := e.b.checkSize(len(op.Key), len(op.Value)); err != nil {
 				return nil, false, err
 			}
@@ -212,7 +222,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, r *
 		if op.Delete {
 			if p.found {
 				p.s.retaining = e.b != nil
-				p.s.removeLocked(p.slot, hashes[i], Deleted, ev)
+				p.s.removeLocked(p.slot, hashes[i], CauseDeleted, ev)
 				p.s.retaining = false
 				p.s.keepLocked(r)
 			}

@@ -9,27 +9,28 @@ import (
 type Cause uint8
 
 const (
-	// Deleted: removed by Delete, GetAndDelete, CompareAndDelete, a
-	// transaction, or an Expire whose deadline was already due (as Redis's
-	// EXPIRE does).
-	Deleted Cause = iota + 1
-	// Expired: its deadline passed (lazy or active expiry).
-	Expired
-	// Evicted: chosen by the eviction policy to make room under MaxBytes.
-	Evicted
-	// Replaced: its value was overwritten by a write.
-	Replaced
+	// CauseDeleted: removed by Delete, GetAndDelete, CompareAndDelete, a
+	// transaction, or an ExpireAt whose deadline was already due (as
+	// Redis's EXPIREAT does).
+	CauseDeleted Cause = iota + 1
+	// CauseExpired: its deadline passed (lazy or active expiry).
+	CauseExpired
+	// CauseEvicted: chosen by the eviction policy to make room under
+	// MaxBytes.
+	CauseEvicted
+	// CauseReplaced: its value was overwritten by a write.
+	CauseReplaced
 )
 
 func (c Cause) String() string {
 	switch c {
-	case Deleted:
+	case CauseDeleted:
 		return "deleted"
-	case Expired:
+	case CauseExpired:
 		return "expired"
-	case Evicted:
+	case CauseEvicted:
 		return "evicted"
-	case Replaced:
+	case CauseReplaced:
 		return "replaced"
 	}
 	return "cause(" + strconv.Itoa(int(c)) + ")"
@@ -44,9 +45,21 @@ type Removal struct {
 	Cause   Cause
 }
 
+// Special version values (see "Contract" in the package doc). No key ever
+// has version 0: versions start at 1.
+const (
+	// AnyVersion, as SetOptions.IfVersion, puts no condition on the key's
+	// version.
+	AnyVersion uint64 = 0
+	// MustBeAbsent, as Precondition.Version, requires that the key does
+	// not exist. As the version argument of CompareAndSwap or
+	// CompareAndDelete it matches no key.
+	MustBeAbsent uint64 = 0
+)
+
 // NoTTL says "no expiry": the TTL reported for a key without one, and the
 // TTL a write passes (SetOptions.TTL, IncrOptions.TTL, Op.TTL) to create or
-// leave a key without one. See "TTL arguments" in the package doc.
+// leave a key without one. See "Contract" in the package doc.
 const NoTTL time.Duration = -1
 
 // Item is a value with its metadata.
@@ -63,18 +76,18 @@ type Item struct {
 type Condition uint8
 
 const (
-	// Always writes whether or not the key exists.
-	Always Condition = iota
-	// IfAbsent writes only if the key does not exist (Redis SET NX). A due
-	// key does not exist.
-	IfAbsent
-	// IfPresent writes only if the key exists (Redis SET XX).
-	IfPresent
+	// ConditionAlways writes whether or not the key exists.
+	ConditionAlways Condition = iota
+	// ConditionIfAbsent writes only if the key does not exist (Redis SET
+	// NX). A due key does not exist.
+	ConditionIfAbsent
+	// ConditionIfPresent writes only if the key exists (Redis SET XX).
+	ConditionIfPresent
 )
 
 // SetOptions modify a write. A write says what happens to the key's TTL:
 // TTL > 0 (expire TTL from now), TTL NoTTL (no expiry), or KeepTTL. The
-// zero value says none of these and is ErrInvalidTTL (see "TTL arguments"
+// zero value says none of these and is ErrInvalidTTL (see "Contract"
 // in the package doc); Set is the plain write without TTL.
 type SetOptions struct {
 	// TTL, if positive, makes the key expire TTL from now; NoTTL makes it
@@ -90,11 +103,11 @@ type SetOptions struct {
 	TTLOnCreate bool
 	// Only restricts the write to an absent or present key.
 	Only Condition
-	// IfVersion, if non-zero, makes the write a compare-and-swap: it
-	// happens only if the key exists with exactly this version.
+	// IfVersion, unless AnyVersion, makes the write a compare-and-swap:
+	// it happens only if the key exists with exactly this version.
 	IfVersion uint64
-	// Pin exempts the key from eviction. Pinning is sticky: a later write
-	// without Pin keeps it pinned; Engine.Pin changes it.
+	// Pin exempts the key from eviction (see "Contract" in the package
+	// doc: a write without Pin leaves pinning as it was).
 	Pin bool
 }
 
@@ -105,8 +118,8 @@ type IncrOptions struct {
 	// counter needs exactly this): positive, or NoTTL for none; 0 and other
 	// negatives are ErrInvalidTTL. An existing key keeps its deadline.
 	TTL time.Duration
-	// Pin exempts a key created by this increment from eviction (fencing
-	// counters need this).
+	// Pin pins the key, as SetOptions.Pin does (fencing counters need
+	// this).
 	Pin bool
 }
 
@@ -114,18 +127,18 @@ type IncrOptions struct {
 type ExpireCondition uint8
 
 const (
-	// ExpireAlways sets the deadline unconditionally.
-	ExpireAlways ExpireCondition = iota
-	// ExpireNX sets it only if the key has no TTL.
-	ExpireNX
-	// ExpireXX sets it only if the key has a TTL.
-	ExpireXX
-	// ExpireGT sets it only if it is later than the current one (a key
-	// without TTL counts as infinite, so GT never applies to it).
-	ExpireGT
-	// ExpireLT sets it only if it is earlier than the current one (a key
-	// without TTL counts as infinite, so LT always applies to it).
-	ExpireLT
+	// ExpireConditionAlways sets the deadline unconditionally.
+	ExpireConditionAlways ExpireCondition = iota
+	// ExpireConditionNX sets it only if the key has no TTL.
+	ExpireConditionNX
+	// ExpireConditionXX sets it only if the key has a TTL.
+	ExpireConditionXX
+	// ExpireConditionGT sets it only if it is later than the current one
+	// (a key without TTL counts as infinite, so GT never applies to it).
+	ExpireConditionGT
+	// ExpireConditionLT sets it only if it is earlier than the current one
+	// (a key without TTL counts as infinite, so LT always applies to it).
+	ExpireConditionLT
 )
 
 // Stats is a snapshot of the engine's counters.

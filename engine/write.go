@@ -34,31 +34,22 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 	if err := e.checkKey(key); err != nil {
 		return 0, false, err
 	}
-	if err := checkWriteTTL(o.TTL, o.KeepTTL && !o.TTLOnCreate); err != nil {
+	if err := o.check(); err != nil {
 		return 0, false, err
-	}
-	if o.Only > IfPresent || (o.IfVersion != 0 && o.Only == IfAbsent) {
-		return 0, false, fmt.Errorf("%w: condition %d with IfVersion %d", ErrInvalidOptions, o.Only, o.IfVersion)
 	}
 	if e.closed.Load() {
 		return 0, false, ErrClosed
 	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
-	var r room
-	err = e.withRoom(&r, evp, func() error {
-		s.mu.Lock()
-		version, ok, err = s.setLocked(e, key, h, value, o, &r, evp)
-		e.b.endRound(&r, err)
-		s.mu.Unlock()
-		return err
-	})
-	e.deliver(ev)
+	var op locked
+	for op.lock(e, s) {
+		version, ok, err = s.setLocked(key, h, value, o, op.now, &op.r, op.events())
+		err = op.unlock(err)
+	}
 	return version, ok, err
 }
 
-// checkWriteTTL applies the rule of "TTL arguments" (package doc) to the
+// checkWriteTTL applies the rule of "Contract" (package doc) to the
 // TTL of a write; keep reports a write that keeps the key's TTL (KeepTTL
 // without TTLOnCreate), whose TTL must be left 0.
 func checkWriteTTL(ttl time.Duration, keep bool) error {
@@ -72,30 +63,55 @@ func checkWriteTTL(ttl time.Duration, keep bool) error {
 }
 
 // setLocked is SetWith under the shard's exclusive lock.
-func (s *shard) setLocked(e *Engine, key string, h uint64, value []byte, o SetOptions, r *room, ev *[]Removal) (uint64, bool, error) {
+func (s *shard) setLocked(key string, h uint64, value []byte, o SetOptions, now int64, r *room, ev *[]Removal) (uint64, bool, error) {
 	if s.closed {
 		return 0, false, ErrClosed
 	}
-	now := e.now()
 	slot, found := s.lookupLocked(key, h, now, ev)
-	switch {
-	case o.Only == IfAbsent && found, o.Only == IfPresent && !found:
-		return 0, false, nil
-	case o.IfVersion != 0 && (!found || s.at(slot).version() != o.IfVersion):
+	if !o.holds(s, slot, found) {
 		return 0, false, nil
 	}
-	var deadline int64
-	switch {
-	case found && (o.KeepTTL || o.TTLOnCreate):
-		deadline = s.at(slot).deadline()
-	case o.TTL > 0:
-		d, err := deadlineAfter(now, o.TTL)
-		if err != nil {
-			return 0, false, err
-		}
-		deadline = d
+	deadline, err := o.deadline(s, slot, found, now)
+	if err != nil {
+		return 0, false, err
 	}
 	return s.writeLocked(key, h, slot, found, value, deadline, o.Pin, now, r, ev)
+}
+
+// check applies the rules of "Contract" (package doc) to o: its TTL
+// arguments, and a condition that can hold.
+func (o SetOptions) check() error {
+	if err := checkWriteTTL(o.TTL, o.KeepTTL && !o.TTLOnCreate); err != nil {
+		return err
+	}
+	if o.Only > ConditionIfPresent || (o.IfVersion != AnyVersion && o.Only == ConditionIfAbsent) {
+		return fmt.Errorf("%w: condition %d with IfVersion %d", ErrInvalidOptions, o.Only, o.IfVersion)
+	}
+	return nil
+}
+
+// holds reports whether o's condition (Only, IfVersion) holds for the
+// key at slot, live if found. s.mu must be held.
+func (o SetOptions) holds(s *shard, slot uint32, found bool) bool {
+	switch {
+	case o.Only == ConditionIfAbsent && found, o.Only == ConditionIfPresent && !found:
+		return false
+	case o.IfVersion != AnyVersion && (!found || s.at(slot).version() != o.IfVersion):
+		return false
+	}
+	return true
+}
+
+// deadline returns the deadline a write with o leaves the key at slot
+// (live if found) with, at now: 0 for none. s.mu must be held.
+func (o SetOptions) deadline(s *shard, slot uint32, found bool, now int64) (int64, error) {
+	switch {
+	case found && (o.KeepTTL || o.TTLOnCreate):
+		return s.at(slot).deadline(), nil
+	case o.TTL > 0:
+		return deadlineAfter(now, o.TTL)
+	}
+	return 0, nil
 }
 
 // writeLocked stores value under key (at slot if found) with the given
@@ -148,7 +164,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 	if found {
 		en := s.at(slot)
 		if ev != nil {
-			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: Replaced})
+			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
 		if uint32(len(value)) <= en.vlen() {
@@ -210,9 +226,17 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 //	}
 //	return 0, false, nil
 //
-// A missing or due key never matches. Errors are those of SetWith.
+// A missing or due key never matches, nor does old = MustBeAbsent. Errors
+// are those of SetWith.
 func (e *Engine) CompareAndSwap(key string, old uint64, value []byte) (version uint64, swapped bool, err error) {
-	if old == 0 {
+	if old == MustBeAbsent {
+		// Matches no key; the argument and closed rules still apply.
+		if err := e.checkKey(key); err != nil {
+			return 0, false, err
+		}
+		if e.closed.Load() {
+			return 0, false, ErrClosed
+		}
 		return 0, false, nil
 	}
 	return e.SetWith(key, value, SetOptions{IfVersion: old, KeepTTL: true})
@@ -220,7 +244,7 @@ func (e *Engine) CompareAndSwap(key string, old uint64, value []byte) (version u
 
 // Delete removes key and reports whether it existed.
 func (e *Engine) Delete(key string) (deleted bool) {
-	_, deleted = e.remove(key, 0, false)
+	_, deleted = e.remove(key, AnyVersion, false)
 	return deleted
 }
 
@@ -232,7 +256,7 @@ func (e *Engine) Delete(key string) (deleted bool) {
 //	}
 //	return false
 func (e *Engine) CompareAndDelete(key string, version uint64) (deleted bool) {
-	if version == 0 {
+	if version == MustBeAbsent {
 		return false
 	}
 	_, deleted = e.remove(key, version, false)
@@ -241,30 +265,36 @@ func (e *Engine) CompareAndDelete(key string, version uint64) (deleted bool) {
 
 // GetAndDelete removes key and returns the value it had (Redis GETDEL).
 func (e *Engine) GetAndDelete(key string) (value []byte, loaded bool) {
-	return e.remove(key, 0, true)
+	return e.remove(key, AnyVersion, true)
 }
 
+// remove deletes key if it exists with version (any version for
+// AnyVersion), returning its value if load.
 func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
 	if e.closed.Load() || len(key) > e.maxKey {
 		return nil, false
 	}
 	s, h := e.shardFor(key)
-	var ev []Removal
-	evp := e.events(&ev)
 	var val []byte
-	s.mu.Lock()
-	slot, ok := s.lookupLocked(key, h, e.now(), evp)
-	if ok && version != 0 && s.at(slot).version() != version {
-		ok = false
+	var ok bool
+	var op locked
+	for op.lock(e, s) {
+		val, ok = s.removeKeyLocked(key, h, version, load, op.now, op.events())
+		op.unlock(nil)
 	}
-	if ok {
-		if load {
-			val = append([]byte{}, s.at(slot).value()...)
-		}
-		s.removeLocked(slot, h, Deleted, evp)
-		s.maybeShrinkLocked()
-	}
-	s.mu.Unlock()
-	e.deliver(ev)
 	return val, ok
+}
+
+// removeKeyLocked is remove under the shard's exclusive lock.
+func (s *shard) removeKeyLocked(key string, h uint64, version uint64, load bool, now int64, ev *[]Removal) (val []byte, ok bool) {
+	slot, ok := s.lookupLocked(key, h, now, ev)
+	if !ok || (version != AnyVersion && s.at(slot).version() != version) {
+		return nil, false
+	}
+	if load {
+		val = append([]byte{}, s.at(slot).value()...)
+	}
+	s.removeLocked(slot, h, CauseDeleted, ev)
+	s.maybeShrinkLocked()
+	return val, true
 }

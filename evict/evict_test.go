@@ -200,7 +200,7 @@ func TestVictimChoice(t *testing.T) {
 }
 
 func TestLFUDecay(t *testing.T) {
-	p := NewLFU(LFUConfig{LogFactor: -1}) // every hit counts
+	p := newLFU(LFUConfig{LogFactor: -1}) // every hit counts
 	p.Add(0, Entry{})
 	p.Add(1, Entry{})
 	for range 100 {
@@ -218,7 +218,7 @@ func TestLFUDecay(t *testing.T) {
 	if got, _ := p.Victim(int64(300 * 60e9)); got != 0 {
 		t.Errorf("after decay: Victim = %d, want 0", got)
 	}
-	q := NewLFU(LFUConfig{DecayTime: -1, LogFactor: -1})
+	q := newLFU(LFUConfig{DecayTime: -1, LogFactor: -1})
 	q.Add(0, Entry{})
 	q.Add(1, Entry{})
 	q.Access(0)
@@ -392,8 +392,8 @@ func ExampleParse() {
 	// tide: unknown eviction policy: "most-recently-used"
 }
 
-func ExampleLRU() {
-	p := NewLRU()
+func Example_allKeysLRU() {
+	p := AllKeysLRU.New(0)
 	for h := range Handle(3) {
 		p.Add(h, Entry{Size: 1})
 	}
@@ -403,8 +403,8 @@ func ExampleLRU() {
 	// Output: 1
 }
 
-func ExampleWTinyLFU() {
-	p := NewWTinyLFU(100) // cap of 100 one-byte entries
+func Example_tinyLFU() {
+	p := TinyLFU.New(100) // cap of 100 one-byte entries
 	for h := range Handle(100) {
 		p.Add(h, Entry{Hash: uint64(h) + 1, Size: 1})
 	}

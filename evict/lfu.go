@@ -6,13 +6,34 @@ import (
 	"time"
 )
 
-// AllKeysLFU evicts the least frequently used entry, approximately; see LFU.
+// AllKeysLFU evicts the least frequently used entry, approximately.
+//
+// It uses Redis's logarithmic (Morris) counter and time decay.
+//
+// Each entry has a 32-bit word holding an 8-bit counter and the 16-bit minute
+// of its last decrement. A new entry starts at 5 so that it is not evicted
+// before it had a chance to be read. On a read hit the counter first loses
+// one per DecayTime elapsed since the last decrement, then grows by one with
+// probability 1/((counter-5)·LogFactor+1), so it approximates the logarithm
+// of the hit count. Access updates the word with one atomic store, skipped
+// when nothing changed (the common case for hot entries, whose increments
+// become rare), and never blocks; the random draw uses the goroutine-local
+// runtime generator, so it is cheap but not reproducible. Time comes only
+// from the now passed to Victim: the policy remembers the last one seen.
+// Victim samples as Redis does (10 random entries merged into a pool of the
+// 16 best; see sampler) and evicts the lowest decayed counter.
+//
+// Cost: all operations O(1) except Victim, O(26). Memory: 12 bytes per entry.
+//
+// Choose it when a stable set of popular keys should survive bursts of
+// one-off keys, and the popularity changes slowly (minutes). TinyLFU usually
+// has a higher hit ratio; LFU keeps Redis's semantics and knobs.
 var AllKeysLFU = Spec{Name: "allkeys-lfu", New: newLFUPolicy}
 
 // VolatileLFU is AllKeysLFU restricted to entries with a TTL.
 var VolatileLFU = Spec{Name: "volatile-lfu", Volatile: true, New: newLFUPolicy}
 
-func newLFUPolicy(int64) Policy { return NewLFU(LFUConfig{}) }
+func newLFUPolicy(int64) Policy { return newLFU(LFUConfig{}) }
 
 // Redis defaults (lfu-log-factor 10, lfu-decay-time 1 minute, LFU_INIT_VAL 5).
 const (
@@ -41,30 +62,12 @@ func (c LFUConfig) Spec() Spec {
 	if c.Volatile {
 		name = "volatile-lfu"
 	}
-	return Spec{Name: name, Volatile: c.Volatile, New: func(int64) Policy { return NewLFU(c) }}
+	return Spec{Name: name, Volatile: c.Volatile, New: func(int64) Policy { return newLFU(c) }}
 }
 
-// LFU is an approximate least-frequently-used policy with Redis's
-// logarithmic (Morris) counter and time decay.
-//
-// Each entry has a 32-bit word holding an 8-bit counter and the 16-bit minute
-// of its last decrement. A new entry starts at 5 so that it is not evicted
-// before it had a chance to be read. On a read hit the counter first loses
-// one per DecayTime elapsed since the last decrement, then grows by one with
-// probability 1/((counter-5)·LogFactor+1), so it approximates the logarithm
-// of the hit count. Access updates the word with one atomic store, skipped
-// when nothing changed (the common case for hot entries, whose increments
-// become rare), and never blocks; the random draw uses the goroutine-local
-// runtime generator, so it is cheap but not reproducible. Time comes only
-// from the now passed to Victim: the policy remembers the last one seen.
-// Victim samples like LRU and evicts the lowest decayed counter.
-//
-// Cost: all operations O(1) except Victim, O(26). Memory: 12 bytes per entry.
-//
-// Choose it when a stable set of popular keys should survive bursts of
-// one-off keys, and the popularity changes slowly (minutes). TinyLFU usually
-// has a higher hit ratio; LFU keeps Redis's semantics and knobs.
-type LFU struct {
+// lfuPolicy is the policy of AllKeysLFU, VolatileLFU and LFUConfig.Spec,
+// whose doc describes it.
+type lfuPolicy struct {
 	s       sampler
 	factor  uint32
 	decay   uint32 // minutes; 0 = never
@@ -72,9 +75,9 @@ type LFU struct {
 	meta    []atomic.Uint32 // counter | ldt<<8
 }
 
-// NewLFU returns an empty LFU policy.
-func NewLFU(c LFUConfig) *LFU {
-	p := &LFU{s: newSampler(0x6c6675)}
+// newLFU returns an empty LFU policy.
+func newLFU(c LFUConfig) *lfuPolicy {
+	p := &lfuPolicy{s: newSampler(0x6c6675)}
 	switch {
 	case c.LogFactor == 0:
 		p.factor = defaultLFULogFactor
@@ -93,7 +96,7 @@ func NewLFU(c LFUConfig) *LFU {
 func lfuPack(counter, ldt uint32) uint32 { return counter | (ldt&0xffff)<<8 }
 
 // decayed returns the counter of word w after decay at minute now.
-func (p *LFU) decayed(w, now uint32) uint32 {
+func (p *lfuPolicy) decayed(w, now uint32) uint32 {
 	c := w & 0xff
 	if p.decay == 0 {
 		return c
@@ -107,7 +110,7 @@ func (p *LFU) decayed(w, now uint32) uint32 {
 }
 
 // Add implements Policy.
-func (p *LFU) Add(h Handle, e Entry) {
+func (p *lfuPolicy) Add(h Handle, e Entry) {
 	p.s.set.add(h)
 	if int(h) >= len(p.meta) {
 		n := growLen(h, len(p.meta))
@@ -121,7 +124,7 @@ func (p *LFU) Add(h Handle, e Entry) {
 }
 
 // Update implements Policy; a write counts as an access.
-func (p *LFU) Update(h Handle, e Entry) {
+func (p *lfuPolicy) Update(h Handle, e Entry) {
 	if !p.s.set.has(h) {
 		p.Add(h, e)
 		return
@@ -130,14 +133,14 @@ func (p *LFU) Update(h Handle, e Entry) {
 }
 
 // Remove implements Policy.
-func (p *LFU) Remove(h Handle) {
+func (p *lfuPolicy) Remove(h Handle) {
 	if p.s.set.remove(h) {
 		p.s.forget(h)
 	}
 }
 
 // Access implements Policy. It is safe for concurrent use and never blocks.
-func (p *LFU) Access(h Handle) {
+func (p *lfuPolicy) Access(h Handle) {
 	if int(h) >= len(p.meta) {
 		return
 	}
@@ -161,10 +164,10 @@ func (p *LFU) Access(h Handle) {
 }
 
 // Miss implements Policy; LFU ignores misses.
-func (p *LFU) Miss(uint64) {}
+func (p *lfuPolicy) Miss(uint64) {}
 
 // Victim implements Policy.
-func (p *LFU) Victim(now int64) (Handle, bool) {
+func (p *lfuPolicy) Victim(now int64) (Handle, bool) {
 	m := uint32(0)
 	if now > 0 {
 		m = uint32(now / int64(time.Minute))
@@ -177,6 +180,6 @@ func (p *LFU) Victim(now int64) (Handle, bool) {
 }
 
 // Len reports how many entries the policy tracks.
-func (p *LFU) Len() int { return p.s.set.len() }
+func (p *lfuPolicy) Len() int { return p.s.set.len() }
 
-func (p *LFU) check() error { return p.s.check() }
+func (p *lfuPolicy) check() error { return p.s.check() }

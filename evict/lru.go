@@ -2,16 +2,9 @@ package evict
 
 import "sync/atomic"
 
-// AllKeysLRU evicts the least recently used entry; see LRU.
-var AllKeysLRU = Spec{Name: "allkeys-lru", New: newLRUPolicy}
-
-// VolatileLRU is AllKeysLRU restricted to entries with a TTL.
-var VolatileLRU = Spec{Name: "volatile-lru", Volatile: true, New: newLRUPolicy}
-
-func newLRUPolicy(int64) Policy { return NewLRU() }
-
-// LRU is a least-recently-used policy whose reads never take a lock and,
-// for hot entries, write nothing.
+// AllKeysLRU evicts the least recently used entry.
+//
+// Its reads never take a lock and, for hot entries, write nothing.
 //
 // Recency is a 32-bit stamp from a logical clock that advances on every
 // write (Add, Update) and every Victim call. A read hit (Access) loads the
@@ -46,7 +39,16 @@ func newLRUPolicy(int64) Policy { return NewLRU() }
 // and you want Redis's allkeys-lru behaviour with exact ordering. It has no
 // scan resistance: a scan larger than the cache flushes it; prefer TinyLFU
 // for general caching.
-type LRU struct {
+var AllKeysLRU = Spec{Name: "allkeys-lru", New: newLRUPolicy}
+
+// VolatileLRU is AllKeysLRU restricted to entries with a TTL.
+var VolatileLRU = Spec{Name: "volatile-lru", Volatile: true, New: newLRUPolicy}
+
+func newLRUPolicy(int64) Policy { return newLRU() }
+
+// lruPolicy is the policy of AllKeysLRU and VolatileLRU, whose doc describes
+// it.
+type lruPolicy struct {
 	clock atomic.Uint32
 	old   atomic.Uint32   // an Access to an entry this many ticks old advances the clock
 	stamp []atomic.Uint32 // last access, written by Access
@@ -55,18 +57,18 @@ type LRU struct {
 	heap  []Handle
 }
 
-// NewLRU returns an empty LRU policy.
-func NewLRU() *LRU { return &LRU{} }
+// newLRU returns an empty LRU policy.
+func newLRU() *lruPolicy { return &lruPolicy{} }
 
 // tick returns the current clock and advances it, so that reads after a
 // write are stamped newer than the write.
-func (p *LRU) tick() uint32 {
+func (p *lruPolicy) tick() uint32 {
 	c := p.clock.Load()
 	p.clock.Store(c + 1)
 	return c
 }
 
-func (p *LRU) grow(h Handle) {
+func (p *lruPolicy) grow(h Handle) {
 	if int(h) < len(p.pos) {
 		return
 	}
@@ -87,7 +89,7 @@ func (p *LRU) grow(h Handle) {
 	p.pos = ps
 }
 
-func (p *LRU) tracked(h Handle) bool { return int(h) < len(p.pos) && p.pos[h] != none }
+func (p *lruPolicy) tracked(h Handle) bool { return int(h) < len(p.pos) && p.pos[h] != none }
 
 const (
 	lruOldMin = 64
@@ -97,15 +99,15 @@ const (
 // older reports whether a is an older stamp than b, modulo 2³².
 func older(a, b uint32) bool { return int32(a-b) < 0 }
 
-func (p *LRU) less(i, j int) bool { return older(p.key[p.heap[i]], p.key[p.heap[j]]) }
+func (p *lruPolicy) less(i, j int) bool { return older(p.key[p.heap[i]], p.key[p.heap[j]]) }
 
-func (p *LRU) swap(i, j int) {
+func (p *lruPolicy) swap(i, j int) {
 	p.heap[i], p.heap[j] = p.heap[j], p.heap[i]
 	p.pos[p.heap[i]] = uint32(i)
 	p.pos[p.heap[j]] = uint32(j)
 }
 
-func (p *LRU) up(i int) {
+func (p *lruPolicy) up(i int) {
 	for i > 0 {
 		parent := (i - 1) / 2
 		if !p.less(i, parent) {
@@ -116,7 +118,7 @@ func (p *LRU) up(i int) {
 	}
 }
 
-func (p *LRU) down(i int) {
+func (p *lruPolicy) down(i int) {
 	n := len(p.heap)
 	for {
 		l := 2*i + 1
@@ -136,7 +138,7 @@ func (p *LRU) down(i int) {
 }
 
 // Add implements Policy.
-func (p *LRU) Add(h Handle, e Entry) {
+func (p *lruPolicy) Add(h Handle, e Entry) {
 	if p.tracked(h) {
 		p.Update(h, e)
 		return
@@ -152,7 +154,7 @@ func (p *LRU) Add(h Handle, e Entry) {
 }
 
 // Update implements Policy; a write counts as an access.
-func (p *LRU) Update(h Handle, e Entry) {
+func (p *lruPolicy) Update(h Handle, e Entry) {
 	if !p.tracked(h) {
 		p.Add(h, e)
 		return
@@ -161,7 +163,7 @@ func (p *LRU) Update(h Handle, e Entry) {
 }
 
 // Remove implements Policy.
-func (p *LRU) Remove(h Handle) {
+func (p *lruPolicy) Remove(h Handle) {
 	if !p.tracked(h) {
 		return
 	}
@@ -179,7 +181,7 @@ func (p *LRU) Remove(h Handle) {
 }
 
 // Access implements Policy. It is safe for concurrent use and never blocks.
-func (p *LRU) Access(h Handle) {
+func (p *lruPolicy) Access(h Handle) {
 	if int(h) >= len(p.stamp) {
 		return
 	}
@@ -196,10 +198,10 @@ func (p *LRU) Access(h Handle) {
 }
 
 // Miss implements Policy; LRU ignores misses.
-func (p *LRU) Miss(uint64) {}
+func (p *lruPolicy) Miss(uint64) {}
 
 // Victim implements Policy.
-func (p *LRU) Victim(now int64) (Handle, bool) {
+func (p *lruPolicy) Victim(now int64) (Handle, bool) {
 	p.tick()
 	for len(p.heap) > 0 {
 		h := p.heap[0]
@@ -214,9 +216,9 @@ func (p *LRU) Victim(now int64) (Handle, bool) {
 }
 
 // Len reports how many entries the policy tracks.
-func (p *LRU) Len() int { return len(p.heap) }
+func (p *lruPolicy) Len() int { return len(p.heap) }
 
-func (p *LRU) check() error {
+func (p *lruPolicy) check() error {
 	n := 0
 	for h, i := range p.pos {
 		if i == none {

@@ -1,5 +1,6 @@
 // Package evict holds tide's eviction policies: the algorithms that choose
-// which live entry leaves when a shard is over its memory cap.
+// which live entry leaves when a write needs room under the engine's memory
+// cap (engine.Config.MaxBytes).
 //
 // The engine owns the map, the locks and the byte accounting; a policy only
 // sees handles (dense small integers naming resident entries of one shard),

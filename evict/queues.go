@@ -67,3 +67,31 @@ func (l *queues) unlink(h Handle) {
 	q.n--
 	l.seg[h] = segNone
 }
+
+// checkQueues verifies queues from..to of a policy named name: each list's
+// links, segment tags, length and bytes, and that it has no cycle. It
+// returns the number of handles and bytes they hold.
+func (l *queues) checkQueues(name string, from, to uint8) (n int, total int64, err error) {
+	for s := from; s <= to; s++ {
+		q := l.q[s]
+		cnt, bytes := 0, int64(0)
+		prev := none
+		for h := q.head; h != none; h = l.next[h] {
+			if l.seg[h] != s || l.prev[h] != prev {
+				return 0, 0, errorf("%s: handle %d in queue %d: seg %d prev %d want %d", name, h, s, l.seg[h], l.prev[h], prev)
+			}
+			prev = h
+			cnt++
+			bytes += l.size[h]
+			if cnt > len(l.seg) {
+				return 0, 0, errorf("%s: cycle in queue %d", name, s)
+			}
+		}
+		if q.tail != prev || cnt != q.n || bytes != q.bytes {
+			return 0, 0, errorf("%s: queue %d: tail %d/%d n %d/%d bytes %d/%d", name, s, q.tail, prev, q.n, cnt, q.bytes, bytes)
+		}
+		n += cnt
+		total += bytes
+	}
+	return n, total, nil
+}

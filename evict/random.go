@@ -1,14 +1,6 @@
 package evict
 
-// AllKeysRandom evicts a uniformly random entry; see Random.
-var AllKeysRandom = Spec{Name: "allkeys-random", New: newRandomPolicy}
-
-// VolatileRandom is AllKeysRandom restricted to entries with a TTL.
-var VolatileRandom = Spec{Name: "volatile-random", Volatile: true, New: newRandomPolicy}
-
-func newRandomPolicy(int64) Policy { return NewRandom() }
-
-// Random evicts a uniformly random tracked entry.
+// AllKeysRandom evicts a uniformly random entry.
 //
 // Tracked handles live in a dense array with a position index; Remove swaps
 // the last handle into the hole. Victim draws an index from a splitmix64
@@ -20,31 +12,40 @@ func newRandomPolicy(int64) Policy { return NewRandom() }
 // Choose it when accesses are close to uniform, or when read cost matters
 // more than hit ratio; on looping access patterns larger than the cache it
 // beats LRU (which gets nothing), but on skewed workloads it is the worst.
-type Random struct {
+var AllKeysRandom = Spec{Name: "allkeys-random", New: newRandomPolicy}
+
+// VolatileRandom is AllKeysRandom restricted to entries with a TTL.
+var VolatileRandom = Spec{Name: "volatile-random", Volatile: true, New: newRandomPolicy}
+
+func newRandomPolicy(int64) Policy { return newRandom() }
+
+// randomPolicy is the policy of AllKeysRandom and VolatileRandom, whose doc
+// describes it.
+type randomPolicy struct {
 	set denseSet
 	rng rng
 }
 
-// NewRandom returns an empty Random policy.
-func NewRandom() *Random { return &Random{rng: rng{s: 0x72616e64}} }
+// newRandom returns an empty Random policy.
+func newRandom() *randomPolicy { return &randomPolicy{rng: rng{s: 0x72616e64}} }
 
 // Add implements Policy.
-func (p *Random) Add(h Handle, e Entry) { p.set.add(h) }
+func (p *randomPolicy) Add(h Handle, e Entry) { p.set.add(h) }
 
 // Update implements Policy.
-func (p *Random) Update(h Handle, e Entry) { p.set.add(h) }
+func (p *randomPolicy) Update(h Handle, e Entry) { p.set.add(h) }
 
 // Remove implements Policy.
-func (p *Random) Remove(h Handle) { p.set.remove(h) }
+func (p *randomPolicy) Remove(h Handle) { p.set.remove(h) }
 
 // Access implements Policy; it does nothing.
-func (p *Random) Access(Handle) {}
+func (p *randomPolicy) Access(Handle) {}
 
 // Miss implements Policy; it does nothing.
-func (p *Random) Miss(uint64) {}
+func (p *randomPolicy) Miss(uint64) {}
 
 // Victim implements Policy.
-func (p *Random) Victim(int64) (Handle, bool) {
+func (p *randomPolicy) Victim(int64) (Handle, bool) {
 	n := p.set.len()
 	if n == 0 {
 		return 0, false
@@ -53,6 +54,6 @@ func (p *Random) Victim(int64) (Handle, bool) {
 }
 
 // Len reports how many entries the policy tracks.
-func (p *Random) Len() int { return p.set.len() }
+func (p *randomPolicy) Len() int { return p.set.len() }
 
-func (p *Random) check() error { return p.set.check() }
+func (p *randomPolicy) check() error { return p.set.check() }

@@ -3,20 +3,10 @@ package evict
 import "sync/atomic"
 
 // S3FIFO is the S3-FIFO policy (Yang et al., "FIFO queues are all you need
-// for cache eviction", SOSP 2023); see S3FIFOPolicy.
-var S3FIFO = Spec{Name: "s3fifo", New: newS3FIFOPolicy}
-
-func newS3FIFOPolicy(shardBytes int64) Policy { return NewS3FIFO(shardBytes) }
-
-const (
-	s3Small     = 0.10 // share of the cap for the small queue
-	s3MaxFreq   = 3
-	s3Promote   = 1 // a small-queue entry read more than this moves to main
-	s3GhostMult = 1 // ghost holds about as many hashes as main holds entries
-)
-
-// S3FIFOPolicy is an S3-FIFO policy: three FIFO queues and a 2-bit read
-// counter per entry, no LRU reordering.
+// for cache eviction", SOSP 2023).
+//
+// The policy has three FIFO queues and a 2-bit read counter per entry, no
+// LRU reordering.
 //
 // New entries go to a small FIFO queue (10% of the cap) unless their key's
 // hash is in the ghost queue, in which case they go straight to the main
@@ -40,7 +30,19 @@ const (
 // Choose it when read throughput matters most and the workload has many
 // one-hit wonders (web and object caches); TinyLFU usually wins on
 // frequency-skewed and looping workloads.
-type S3FIFOPolicy struct {
+var S3FIFO = Spec{Name: "s3fifo", New: newS3FIFOPolicy}
+
+func newS3FIFOPolicy(shardBytes int64) Policy { return newS3FIFO(shardBytes) }
+
+const (
+	s3Small     = 0.10 // share of the cap for the small queue
+	s3MaxFreq   = 3
+	s3Promote   = 1 // a small-queue entry read more than this moves to main
+	s3GhostMult = 1 // ghost holds about as many hashes as main holds entries
+)
+
+// s3fifoPolicy is the policy of S3FIFO, whose doc describes it.
+type s3fifoPolicy struct {
 	hint    int64
 	maximum int64
 	total   int64
@@ -60,18 +62,18 @@ const (
 	s3M uint8 = 2
 )
 
-// NewS3FIFO returns an empty S3-FIFO policy for a shard whose cap is
+// newS3FIFO returns an empty S3-FIFO policy for a shard whose cap is
 // shardBytes; zero or negative means unknown (the cap is then the largest
 // total size seen).
-func NewS3FIFO(shardBytes int64) *S3FIFOPolicy {
-	p := &S3FIFOPolicy{hint: shardBytes, maximum: max(shardBytes, 0), ghostSet: map[uint64]uint32{}}
+func newS3FIFO(shardBytes int64) *s3fifoPolicy {
+	p := &s3fifoPolicy{hint: shardBytes, maximum: max(shardBytes, 0), ghostSet: map[uint64]uint32{}}
 	for i := range p.q {
 		p.q[i] = queue{head: none, tail: none}
 	}
 	return p
 }
 
-func (p *S3FIFOPolicy) grow(h Handle) {
+func (p *s3fifoPolicy) grow(h Handle) {
 	if n := p.queues.grow(h); n > 0 {
 		f2 := make([]atomic.Uint32, n)
 		for i := range p.freq {
@@ -82,7 +84,7 @@ func (p *S3FIFOPolicy) grow(h Handle) {
 }
 
 // ghostAdd remembers hash, forgetting the oldest when the ring is full.
-func (p *S3FIFOPolicy) ghostAdd(hash uint64) {
+func (p *s3fifoPolicy) ghostAdd(hash uint64) {
 	limit := max(16, s3GhostMult*p.count)
 	if len(p.ghost) < limit {
 		n := max(16, min(limit, 2*len(p.ghost)))
@@ -100,7 +102,7 @@ func (p *S3FIFOPolicy) ghostAdd(hash uint64) {
 	p.ghostSet[hash]++
 }
 
-func (p *S3FIFOPolicy) ghostPop() {
+func (p *s3fifoPolicy) ghostPop() {
 	old := p.ghost[p.ghostHead]
 	p.ghostHead = (p.ghostHead + 1) % len(p.ghost)
 	p.ghostLen--
@@ -112,7 +114,7 @@ func (p *S3FIFOPolicy) ghostPop() {
 }
 
 // Add implements Policy.
-func (p *S3FIFOPolicy) Add(h Handle, e Entry) {
+func (p *s3fifoPolicy) Add(h Handle, e Entry) {
 	if p.tracked(h) {
 		p.Update(h, e)
 		return
@@ -136,7 +138,7 @@ func (p *S3FIFOPolicy) Add(h Handle, e Entry) {
 }
 
 // Update implements Policy; a write counts as a read.
-func (p *S3FIFOPolicy) Update(h Handle, e Entry) {
+func (p *s3fifoPolicy) Update(h Handle, e Entry) {
 	if !p.tracked(h) {
 		p.Add(h, e)
 		return
@@ -150,7 +152,7 @@ func (p *S3FIFOPolicy) Update(h Handle, e Entry) {
 }
 
 // Remove implements Policy.
-func (p *S3FIFOPolicy) Remove(h Handle) {
+func (p *s3fifoPolicy) Remove(h Handle) {
 	if !p.tracked(h) {
 		return
 	}
@@ -160,7 +162,7 @@ func (p *S3FIFOPolicy) Remove(h Handle) {
 }
 
 // Access implements Policy. It is safe for concurrent use and never blocks.
-func (p *S3FIFOPolicy) Access(h Handle) {
+func (p *s3fifoPolicy) Access(h Handle) {
 	if int(h) >= len(p.freq) {
 		return
 	}
@@ -170,10 +172,10 @@ func (p *S3FIFOPolicy) Access(h Handle) {
 }
 
 // Miss implements Policy; S3-FIFO ignores misses.
-func (p *S3FIFOPolicy) Miss(uint64) {}
+func (p *s3fifoPolicy) Miss(uint64) {}
 
 // Victim implements Policy.
-func (p *S3FIFOPolicy) Victim(int64) (Handle, bool) {
+func (p *s3fifoPolicy) Victim(int64) (Handle, bool) {
 	if p.count == 0 {
 		return 0, false
 	}
@@ -210,30 +212,12 @@ func (p *S3FIFOPolicy) Victim(int64) (Handle, bool) {
 }
 
 // Len reports how many entries the policy tracks.
-func (p *S3FIFOPolicy) Len() int { return p.count }
+func (p *s3fifoPolicy) Len() int { return p.count }
 
-func (p *S3FIFOPolicy) check() error {
-	n, total := 0, int64(0)
-	for s := s3S; s <= s3M; s++ {
-		q := p.q[s]
-		cnt, bytes := 0, int64(0)
-		prev := none
-		for h := q.head; h != none; h = p.next[h] {
-			if p.seg[h] != s || p.prev[h] != prev {
-				return errorf("s3fifo: handle %d in queue %d: seg %d prev %d want %d", h, s, p.seg[h], p.prev[h], prev)
-			}
-			prev = h
-			cnt++
-			bytes += p.size[h]
-			if cnt > len(p.seg) {
-				return errorf("s3fifo: cycle in queue %d", s)
-			}
-		}
-		if q.tail != prev || cnt != q.n || bytes != q.bytes {
-			return errorf("s3fifo: queue %d: tail %d/%d n %d/%d bytes %d/%d", s, q.tail, prev, q.n, cnt, q.bytes, bytes)
-		}
-		n += cnt
-		total += bytes
+func (p *s3fifoPolicy) check() error {
+	n, total, err := p.checkQueues("s3fifo", s3S, s3M)
+	if err != nil {
+		return err
 	}
 	if n != p.count || total != p.total {
 		return errorf("s3fifo: count %d/%d total %d/%d", p.count, n, p.total, total)

@@ -1,10 +1,9 @@
 package evict
 
-// Sampling parameters shared by the sampled policies (LRU, LFU, TTL).
-// Redis uses maxmemory-samples 5 and a pool of 16; tide samples a little
-// more per eviction because a Victim call is cheap next to a Redis command,
-// and it brings the approximate LRU within a point of exact LRU on the
-// reference traces (see bench/HITRATIO.md).
+// Sampling parameters shared by the sampled policies (AllKeysLFU,
+// VolatileLFU, VolatileTTL; LRU keeps an exact heap instead). Redis uses
+// maxmemory-samples 5 and a pool of 16; tide samples a little more per
+// eviction because a Victim call is cheap next to a Redis command.
 const (
 	sampleCount = 10
 	poolSize    = 16

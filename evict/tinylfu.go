@@ -4,41 +4,11 @@ import "math"
 
 // TinyLFU is the W-TinyLFU admission and eviction policy (Einziger, Friedman
 // and Manes, "TinyLFU: A Highly Efficient Cache Admission Policy", 2017) with
-// the adaptive window of Caffeine and otter; see WTinyLFU.
-var TinyLFU = Spec{Name: "tinylfu", New: newTinyLFUPolicy}
-
-// VolatileTinyLFU is TinyLFU restricted to entries with a TTL.
-var VolatileTinyLFU = Spec{Name: "volatile-tinylfu", Volatile: true, New: newTinyLFUPolicy}
-
-func newTinyLFUPolicy(shardBytes int64) Policy { return NewWTinyLFU(shardBytes) }
-
-const (
-	segNone uint8 = iota
-	segWindow
-	segProbation
-	segProtected
-)
-
-// Caffeine's constants.
-const (
-	percentMain          = 0.99
-	percentMainProtected = 0.80
-	climbRestart         = 0.05   // hit-rate change that restarts the step size
-	climbStepPercent     = 0.0625 // initial step, as a fraction of the maximum
-	climbStepDecay       = 0.98
-	admitHashDoS         = 6 // a candidate this frequent is sometimes admitted on a tie
-	transferLimit        = 1000
-)
-
-type queue struct {
-	head, tail uint32 // most and least recently used; none if empty
-	bytes      int64
-	n          int
-}
-
-// WTinyLFU is a W-TinyLFU policy: a small LRU admission window in front of
-// a segmented-LRU main region (probation and protected), with a
-// frequency sketch deciding which of two entries is worth keeping.
+// the adaptive window of Caffeine and otter.
+//
+// The policy has a small LRU admission window in front of a segmented-LRU
+// main region (probation and protected), with a frequency sketch deciding
+// which of two entries is worth keeping.
 //
 // Every write enters the window (the engine always stores a write). When the
 // window is over its share, its least recent entry becomes a candidate for
@@ -72,7 +42,40 @@ type queue struct {
 // between recency and frequency. Segment sizes are in bytes (Entry.Size);
 // the sketch is sized from the number of entries that fit shardBytes at the
 // current average entry size.
-type WTinyLFU struct {
+var TinyLFU = Spec{Name: "tinylfu", New: newTinyLFUPolicy}
+
+// VolatileTinyLFU is TinyLFU restricted to entries with a TTL.
+var VolatileTinyLFU = Spec{Name: "volatile-tinylfu", Volatile: true, New: newTinyLFUPolicy}
+
+func newTinyLFUPolicy(shardBytes int64) Policy { return newTinyLFU(shardBytes) }
+
+const (
+	segNone uint8 = iota
+	segWindow
+	segProbation
+	segProtected
+)
+
+// Caffeine's constants.
+const (
+	percentMain          = 0.99
+	percentMainProtected = 0.80
+	climbRestart         = 0.05   // hit-rate change that restarts the step size
+	climbStepPercent     = 0.0625 // initial step, as a fraction of the maximum
+	climbStepDecay       = 0.98
+	admitHashDoS         = 6 // a candidate this frequent is sometimes admitted on a tie
+	transferLimit        = 1000
+)
+
+type queue struct {
+	head, tail uint32 // most and least recently used; none if empty
+	bytes      int64
+	n          int
+}
+
+// tinyLFUPolicy is the policy of TinyLFU and VolatileTinyLFU, whose doc
+// describes it.
+type tinyLFUPolicy struct {
 	hint      int64 // shardBytes, or <= 0 if unknown
 	maximum   int64
 	windowMax int64
@@ -96,11 +99,11 @@ type WTinyLFU struct {
 	rng         rng
 }
 
-// NewWTinyLFU returns an empty W-TinyLFU policy for a shard whose cap is
+// newTinyLFU returns an empty W-TinyLFU policy for a shard whose cap is
 // shardBytes; zero or negative means unknown (the cap is then taken to be
 // the largest total size seen).
-func NewWTinyLFU(shardBytes int64) *WTinyLFU {
-	p := &WTinyLFU{hint: shardBytes, rng: rng{s: 0x746c6675}}
+func newTinyLFU(shardBytes int64) *tinyLFUPolicy {
+	p := &tinyLFUPolicy{hint: shardBytes, rng: rng{s: 0x746c6675}}
 	for i := range p.q {
 		p.q[i] = queue{head: none, tail: none}
 	}
@@ -110,7 +113,7 @@ func NewWTinyLFU(shardBytes int64) *WTinyLFU {
 	return p
 }
 
-func (p *WTinyLFU) setMaximum(m int64) {
+func (p *tinyLFUPolicy) setMaximum(m int64) {
 	p.maximum = m
 	p.windowMax = m - int64(percentMain*float64(m))
 	p.protMax = int64(percentMainProtected * float64(m-p.windowMax))
@@ -118,15 +121,15 @@ func (p *WTinyLFU) setMaximum(m int64) {
 	p.adjust = 0
 }
 
-func (p *WTinyLFU) grow(h Handle) { p.queues.grow(h) }
+func (p *tinyLFUPolicy) grow(h Handle) { p.queues.grow(h) }
 
-func (p *WTinyLFU) move(h Handle, s uint8) {
+func (p *tinyLFUPolicy) move(h Handle, s uint8) {
 	p.unlink(h)
 	p.link(h, s)
 }
 
 // drain replays the events buffered by Access and Miss.
-func (p *WTinyLFU) drain() {
+func (p *tinyLFUPolicy) drain() {
 	p.misses.drain(func(hash uint64) {
 		p.sk.increment(hash)
 		p.recent[hash&63] = hash
@@ -135,7 +138,7 @@ func (p *WTinyLFU) drain() {
 	p.reads.drain(p.onAccess)
 }
 
-func (p *WTinyLFU) onAccess(h Handle) {
+func (p *tinyLFUPolicy) onAccess(h Handle) {
 	if !p.tracked(h) {
 		return
 	}
@@ -151,7 +154,7 @@ func (p *WTinyLFU) onAccess(h Handle) {
 
 // maintain moves window overflow into probation, runs the hill climber and
 // demotes protected overflow.
-func (p *WTinyLFU) maintain() {
+func (p *tinyLFUPolicy) maintain() {
 	if p.hint <= 0 && p.total > p.maximum {
 		p.setMaximum(p.total)
 	}
@@ -164,7 +167,7 @@ func (p *WTinyLFU) maintain() {
 	}
 }
 
-func (p *WTinyLFU) climb() {
+func (p *tinyLFUPolicy) climb() {
 	if p.maximum <= 0 || p.est <= 0 || p.total < p.maximum/2 {
 		// Not evicting yet: the hit rate says nothing about the split
 		// between window and main.
@@ -193,7 +196,7 @@ func (p *WTinyLFU) climb() {
 	}
 }
 
-func (p *WTinyLFU) increaseWindow() {
+func (p *tinyLFUPolicy) increaseWindow() {
 	if p.protMax == 0 {
 		p.adjust = 0
 		return
@@ -220,7 +223,7 @@ func (p *WTinyLFU) increaseWindow() {
 	p.adjust = quota
 }
 
-func (p *WTinyLFU) decreaseWindow() {
+func (p *tinyLFUPolicy) decreaseWindow() {
 	if p.windowMax <= 1 {
 		p.adjust = 0
 		return
@@ -242,7 +245,7 @@ func (p *WTinyLFU) decreaseWindow() {
 }
 
 // Add implements Policy.
-func (p *WTinyLFU) Add(h Handle, e Entry) {
+func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	p.drain()
 	if p.tracked(h) {
 		p.update(h, e)
@@ -274,7 +277,7 @@ func (p *WTinyLFU) Add(h Handle, e Entry) {
 }
 
 // Update implements Policy.
-func (p *WTinyLFU) Update(h Handle, e Entry) {
+func (p *tinyLFUPolicy) Update(h Handle, e Entry) {
 	p.drain()
 	if !p.tracked(h) {
 		p.Add(h, e)
@@ -283,7 +286,7 @@ func (p *WTinyLFU) Update(h Handle, e Entry) {
 	p.update(h, e)
 }
 
-func (p *WTinyLFU) update(h Handle, e Entry) {
+func (p *tinyLFUPolicy) update(h Handle, e Entry) {
 	s := max(e.Size, 0)
 	d := s - p.size[h]
 	p.size[h] = s
@@ -295,7 +298,7 @@ func (p *WTinyLFU) update(h Handle, e Entry) {
 	p.maintain()
 }
 
-func (p *WTinyLFU) onAccessOrder(h Handle) {
+func (p *tinyLFUPolicy) onAccessOrder(h Handle) {
 	switch p.seg[h] {
 	case segWindow, segProtected:
 		p.move(h, p.seg[h])
@@ -305,7 +308,7 @@ func (p *WTinyLFU) onAccessOrder(h Handle) {
 }
 
 // Remove implements Policy.
-func (p *WTinyLFU) Remove(h Handle) {
+func (p *tinyLFUPolicy) Remove(h Handle) {
 	p.drain()
 	if !p.tracked(h) {
 		return
@@ -316,17 +319,17 @@ func (p *WTinyLFU) Remove(h Handle) {
 }
 
 // Access implements Policy. It is safe for concurrent use and never blocks.
-func (p *WTinyLFU) Access(h Handle) {
+func (p *tinyLFUPolicy) Access(h Handle) {
 	if int(h) < len(p.seg) {
 		p.reads.push(h)
 	}
 }
 
 // Miss implements Policy. It is safe for concurrent use and never blocks.
-func (p *WTinyLFU) Miss(hash uint64) { p.misses.push(hash) }
+func (p *tinyLFUPolicy) Miss(hash uint64) { p.misses.push(hash) }
 
 // Victim implements Policy.
-func (p *WTinyLFU) Victim(now int64) (Handle, bool) {
+func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 	p.drain()
 	if p.count == 0 {
 		return 0, false
@@ -355,7 +358,7 @@ func (p *WTinyLFU) Victim(now int64) (Handle, bool) {
 	return Handle(w), true
 }
 
-func (p *WTinyLFU) admit(candidate, victim uint64) bool {
+func (p *tinyLFUPolicy) admit(candidate, victim uint64) bool {
 	cf, vf := p.sk.frequency(candidate), p.sk.frequency(victim)
 	if cf > vf {
 		return true
@@ -366,33 +369,12 @@ func (p *WTinyLFU) admit(candidate, victim uint64) bool {
 }
 
 // Len reports how many entries the policy tracks.
-func (p *WTinyLFU) Len() int { return p.count }
+func (p *tinyLFUPolicy) Len() int { return p.count }
 
-func (p *WTinyLFU) check() error {
-	n, total := 0, int64(0)
-	for s := segWindow; s <= segProtected; s++ {
-		q := p.q[s]
-		cnt, bytes := 0, int64(0)
-		prev := none
-		for h := q.head; h != none; h = p.next[h] {
-			if p.seg[h] != s {
-				return errorf("tinylfu: handle %d in queue %d tagged %d", h, s, p.seg[h])
-			}
-			if p.prev[h] != prev {
-				return errorf("tinylfu: handle %d prev %d want %d", h, p.prev[h], prev)
-			}
-			prev = h
-			cnt++
-			bytes += p.size[h]
-			if cnt > len(p.seg) {
-				return errorf("tinylfu: cycle in queue %d", s)
-			}
-		}
-		if q.tail != prev || cnt != q.n || bytes != q.bytes {
-			return errorf("tinylfu: queue %d: tail %d/%d n %d/%d bytes %d/%d", s, q.tail, prev, q.n, cnt, q.bytes, bytes)
-		}
-		n += cnt
-		total += bytes
+func (p *tinyLFUPolicy) check() error {
+	n, total, err := p.checkQueues("tinylfu", segWindow, segProtected)
+	if err != nil {
+		return err
 	}
 	tagged := 0
 	for _, s := range p.seg {

@@ -1,33 +1,33 @@
 package evict
 
-// VolatileTTL evicts the entry whose deadline is nearest; see TTL.
-var VolatileTTL = Spec{Name: "volatile-ttl", Volatile: true, New: newTTLPolicy}
-
-func newTTLPolicy(int64) Policy { return NewTTL() }
-
-// TTL evicts the entry with the nearest expiry deadline, approximately, like
-// Redis's volatile-ttl.
+// VolatileTTL evicts the entry whose deadline is nearest, approximately,
+// like Redis's volatile-ttl.
 //
-// Each entry's deadline is kept in a slice; Victim samples like LRU (10
-// random entries merged into a pool of the 16 best) and returns the nearest
-// deadline. Entries without a deadline (possible only if the policy is used
-// outside a volatile Spec) are evicted last. Reads do nothing.
+// Each entry's deadline is kept in a slice; Victim samples as Redis does
+// (10 random entries merged into a pool of the 16 best; see sampler) and
+// returns the nearest deadline. Entries without a deadline (possible only
+// if the policy is used outside a volatile Spec) are evicted last. Reads do nothing.
 //
 // Cost: O(1) per operation except Victim, O(26); Access is free. Memory: 16
 // bytes per entry.
 //
 // Choose it when the TTL says how long data stays useful, so that data
 // about to expire anyway is the cheapest to lose.
-type TTL struct {
+var VolatileTTL = Spec{Name: "volatile-ttl", Volatile: true, New: newTTLPolicy}
+
+func newTTLPolicy(int64) Policy { return newTTL() }
+
+// ttlPolicy is the policy of VolatileTTL, whose doc describes it.
+type ttlPolicy struct {
 	s        sampler
 	deadline []int64
 }
 
-// NewTTL returns an empty TTL policy.
-func NewTTL() *TTL { return &TTL{s: newSampler(0x74746c)} }
+// newTTL returns an empty TTL policy.
+func newTTL() *ttlPolicy { return &ttlPolicy{s: newSampler(0x74746c)} }
 
 // Add implements Policy.
-func (p *TTL) Add(h Handle, e Entry) {
+func (p *ttlPolicy) Add(h Handle, e Entry) {
 	p.s.set.add(h)
 	if int(h) >= len(p.deadline) {
 		n := growLen(h, len(p.deadline))
@@ -39,31 +39,31 @@ func (p *TTL) Add(h Handle, e Entry) {
 }
 
 // Update implements Policy.
-func (p *TTL) Update(h Handle, e Entry) { p.Add(h, e) }
+func (p *ttlPolicy) Update(h Handle, e Entry) { p.Add(h, e) }
 
 // SetDeadline implements DeadlineSetter: a moved deadline moves the entry
 // in the eviction order.
-func (p *TTL) SetDeadline(h Handle, deadline int64) {
+func (p *ttlPolicy) SetDeadline(h Handle, deadline int64) {
 	if int(h) < len(p.deadline) {
 		p.deadline[h] = deadline
 	}
 }
 
 // Remove implements Policy.
-func (p *TTL) Remove(h Handle) {
+func (p *ttlPolicy) Remove(h Handle) {
 	if p.s.set.remove(h) {
 		p.s.forget(h)
 	}
 }
 
 // Access implements Policy; it does nothing.
-func (p *TTL) Access(Handle) {}
+func (p *ttlPolicy) Access(Handle) {}
 
 // Miss implements Policy; it does nothing.
-func (p *TTL) Miss(uint64) {}
+func (p *ttlPolicy) Miss(uint64) {}
 
 // Victim implements Policy.
-func (p *TTL) Victim(int64) (Handle, bool) {
+func (p *ttlPolicy) Victim(int64) (Handle, bool) {
 	return p.s.victim(func(h Handle) uint64 {
 		d := p.deadline[h]
 		if d <= 0 {
@@ -74,6 +74,6 @@ func (p *TTL) Victim(int64) (Handle, bool) {
 }
 
 // Len reports how many entries the policy tracks.
-func (p *TTL) Len() int { return p.s.set.len() }
+func (p *ttlPolicy) Len() int { return p.s.set.len() }
 
-func (p *TTL) check() error { return p.s.check() }
+func (p *ttlPolicy) check() error { return p.s.check() }

@@ -60,14 +60,6 @@ func (r *in) str(max int) string {
 	}
 }
 
-// f9Fixed: session records round-trip strings that are not valid UTF-8
-// (finding F9, fixed in 50996dc).
-const f9Fixed = true
-
-// utf8Lossy is what encoding/json makes of s: each invalid byte becomes
-// U+FFFD.
-func utf8Lossy(s string) string { return string([]rune(s)) }
-
 // FuzzSession: arbitrary session IDs and cookie headers never panic and
 // look like an unknown session; created sessions round-trip their record
 // and values (any names and bytes); revocation and expiry are immediate.
@@ -110,7 +102,7 @@ func FuzzSession(f *testing.F) {
 		type live struct {
 			s      *session.Session
 			values map[string][]byte
-			user   string // as created (F9: the loaded UserID may differ)
+			user   string // as given to Create
 		}
 		var sessions []live
 		for r.more() {
@@ -132,15 +124,8 @@ func FuzzSession(f *testing.F) {
 				if len(s.ID) != 43 || strings.ContainsAny(s.ID, "+/=") {
 					t.Fatalf("session ID %q is not 43 base64url characters", s.ID)
 				}
+				// Strings that are not valid UTF-8 round-trip unchanged.
 				got, ok, err := m.Load(ctx, s.ID)
-				if !f9Fixed { // finding F9: the JSON codec rewrites invalid UTF-8
-					user, tenant = utf8Lossy(user), utf8Lossy(tenant)
-					a := map[string]string{}
-					for k, v := range auth {
-						a[utf8Lossy(k)] = utf8Lossy(v)
-					}
-					auth = a
-				}
 				if !ok || err != nil || got.UserID != user || got.Tenant != tenant || !maps.Equal(got.Auth, auth) {
 					t.Fatalf("Load after Create(%q, %q, %v) = %+v %v %v", user, tenant, auth, got, ok, err)
 				}
@@ -161,9 +146,6 @@ func FuzzSession(f *testing.F) {
 				s.Set(name, val)
 				if err := m.Save(ctx, s); err != nil {
 					t.Fatalf("Save: %v", err)
-				}
-				if !f9Fixed {
-					name = utf8Lossy(name)
 				}
 				sessions[i].values[name] = append([]byte{}, val...)
 				back, ok, err := m.Load(ctx, s.ID)
@@ -305,8 +287,8 @@ func FuzzIdempotency(f *testing.F) {
 					t.Fatalf("Do under %+v (first %v): replayed=%v %v (runs %d → %d)", k2, first, replayed, err, n, runs)
 				}
 				runs = n // only k's runs are counted below
-			case 3: // a claim of a completed key: its result (Claim.Result
-				// held Do's encoded outcome until F10 was fixed in 10690cd).
+			case 3: // a claim of a completed key returns its result as
+				// stored (Claim.Result is the result, not Do's encoding).
 				c, err := s.Claim(ctx, k, fp)
 				if err != nil || c.State != idempotency.Completed || !bytes.Equal(c.Result, want) {
 					t.Fatalf("Claim of a completed key: %+v %v", c, err)
@@ -547,10 +529,6 @@ func FuzzLease(f *testing.F) {
 	})
 }
 
-// f12Fixed: flag names and salts that are not valid UTF-8 survive the
-// store (finding F12, fixed in 2770553).
-const f12Fixed = true
-
 // FuzzFlag: arbitrary flag names, salts, units and rollout values. An
 // empty name or a rollout outside 0..10000 is ErrInvalidFlag and writes
 // nothing; buckets are in 0..9999 and stable; raising the rollout keeps
@@ -568,9 +546,7 @@ func FuzzFlag(f *testing.F) {
 		}
 		defer s.Close()
 		ctx := context.Background()
-		if !f12Fixed { // finding F12: a salt or name that is not UTF-8 changes on the round trip
-			name, salt = utf8Lossy(name), utf8Lossy(salt)
-		}
+		// A name or salt that is not valid UTF-8 survives the round trip.
 		badRollout := func(p int) bool { return p < 0 || p > featureflag.Buckets }
 		fl, err := s.Create(ctx, name, featureflag.State{Enabled: true, Rollout: p1, Salt: salt}, "fuzz", "create")
 		if name == "" || badRollout(p1) {

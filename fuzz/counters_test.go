@@ -86,8 +86,10 @@ func FuzzCounters(f *testing.F) {
 			if string(after.Value) != strconv.FormatInt(n+c.d, 10) || after.Version <= before.Version {
 				t.Fatalf("%s stored %q v%d (before v%d), want %d", c.name, after.Value, after.Version, before.Version, n+c.d)
 			}
-			if after.TTL != before.TTL || after.Pinned { // counters keep the TTL; options apply only on create
-				t.Fatalf("%s changed TTL or pinning of an existing key: %+v → %+v", c.name, before, after)
+			// Counters keep the TTL (IncrOptions.TTL applies only on
+			// create); IncrOptions.Pin pins, as SetOptions.Pin does.
+			if wantPin := c.name == "IncrWith"; after.TTL != before.TTL || after.Pinned != wantPin {
+				t.Fatalf("%s changed the TTL of an existing key, or its pinning (want pinned=%v): %+v → %+v", c.name, wantPin, before, after)
 			}
 		}
 		if err := e.Check(); err != nil {

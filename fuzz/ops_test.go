@@ -4,14 +4,6 @@ import (
 	"testing"
 )
 
-// f7Fixed makes the model check that a budgeted expiry cycle removes the
-// earliest-deadline due entries (finding F7, fixed in 41e13eb).
-const f7Fixed = true
-
-// f11Fixed makes the model require Stats.Due to be exact (finding F11,
-// fixed in 8bff175: it missed entries whose deadline moved later).
-const f11Fixed = true
-
 // FuzzEngineOps runs an arbitrary stream of every engine operation against
 // the reference model: writes with every option, CAS, deletes, reads,
 // TTL changes with every condition, counters, transactions, clock jumps,

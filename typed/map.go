@@ -287,8 +287,8 @@ func (m *Map[V]) TTL(key string) (ttl time.Duration, ok bool) {
 }
 
 // Expire sets key to expire ttl from now if cond holds, and reports
-// whether it did, as engine.Engine.Expire does (a ttl ≤ 0 deletes the
-// key). The value and its version are unchanged.
+// whether it did, as engine.Engine.Expire does (a ttl ≤ 0 is
+// engine.ErrInvalidTTL). The value and its version are unchanged.
 func (m *Map[V]) Expire(key string, ttl time.Duration, cond engine.ExpireCondition) (bool, error) {
 	return m.e.Expire(m.key(key), ttl, cond)
 }

@@ -424,7 +424,7 @@ func TestTTLOperations(t *testing.T) {
 	if _, ok, _ := m.Get("s"); !ok {
 		t.Error("slid key expired at its old deadline")
 	}
-	if done, err := m.Expire("s", time.Hour, engine.ExpireGT); !done || err != nil {
+	if done, err := m.Expire("s", time.Hour, engine.ExpireConditionGT); !done || err != nil {
 		t.Errorf("Expire(GT) = %v, %v", done, err)
 	}
 	if ttl, _ := m.TTL("s"); ttl != time.Hour {

@@ -75,7 +75,7 @@ func TestMapModel(t *testing.T) {
 			"SetIfAbsent": func(rt *rapid.T) {
 				k, v := keyGen.Draw(rt, "k"), valGen.Draw(rt, "v")
 				_, exists := live(k)
-				ver, ok, err := m.SetWith(k, v, engine.SetOptions{Only: engine.IfAbsent, TTL: engine.NoTTL})
+				ver, ok, err := m.SetWith(k, v, engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: engine.NoTTL})
 				if err != nil || ok == exists {
 					rt.Fatalf("SetWith(IfAbsent) on exists=%v: ok=%v err=%v", exists, ok, err)
 				}
@@ -188,7 +188,7 @@ func TestMapModel(t *testing.T) {
 				k := keyGen.Draw(rt, "k")
 				ttl := time.Duration(rapid.IntRange(1, 5).Draw(rt, "ttl")) * time.Second
 				want, exists := live(k)
-				done, err := m.Expire(k, ttl, engine.ExpireAlways)
+				done, err := m.Expire(k, ttl, engine.ExpireConditionAlways)
 				if err != nil || done != exists {
 					rt.Fatalf("Expire(%q) = %v, %v; want %v", k, done, err, exists)
 				}

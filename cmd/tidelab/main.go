@@ -96,11 +96,11 @@ func run() error {
 
 	scene("4. Set-if-absent: two workers race for a job lock")
 	for _, w := range []string{"worker-1", "worker-2"} {
-		_, won, _ := e.SetWith("lock:job42", []byte(w), engine.SetOptions{Only: engine.IfAbsent, TTL: 10 * time.Second})
+		_, won, _ := e.SetWith("lock:job42", []byte(w), engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: 10 * time.Second})
 		fmt.Printf("%s  %s SetIfAbsent lock:job42 -> won=%v\n", at(), w, won)
 	}
 	clk.Advance(10 * time.Second)
-	_, won, _ := e.SetWith("lock:job42", []byte("worker-2"), engine.SetOptions{Only: engine.IfAbsent, TTL: 10 * time.Second})
+	_, won, _ := e.SetWith("lock:job42", []byte("worker-2"), engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: 10 * time.Second})
 	fmt.Printf("%s  worker-2 retries after the lock's TTL -> won=%v (an expired key is absent)\n", at(), won)
 
 	scene("5. Compare-and-swap rejects a stale version")

@@ -97,7 +97,7 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	}
 	eo := engine.SetOptions{TTL: engineTTL(o.TTL), IfVersion: o.IfVersion, Pin: o.Pin}
 	if o.IfAbsent {
-		eo.Only = engine.IfAbsent
+		eo.Only = engine.ConditionIfAbsent
 	}
 	v, ok, err := b.e.SetWith(key, value, eo)
 	return v, ok, fromEngine(err)
@@ -160,7 +160,7 @@ func (b *Backend) put(key string, exists bool, version uint64, value []byte, ttl
 			o.TTL, o.KeepTTL = 0, true
 		}
 	} else {
-		o.Only = engine.IfAbsent
+		o.Only = engine.ConditionIfAbsent
 	}
 	return b.e.SetWith(key, value, o)
 }

@@ -101,7 +101,7 @@ func (b *Backend) idemStep(d *store.Idempotency, ok bool, it engine.Item, r idem
 			return true, false, nil
 		}
 		nr := idemRecord{state: idemInProgress, deadline: now + int64(d.Lease), fp: d.Fingerprint, owner: d.Owner}
-		_, won, err = b.e.SetWith(d.Key, nr.encode(), engine.SetOptions{Only: engine.IfAbsent, TTL: d.Retention})
+		_, won, err = b.e.SetWith(d.Key, nr.encode(), engine.SetOptions{Only: engine.ConditionIfAbsent, TTL: d.Retention})
 		if won {
 			d.Outcome, d.TTL = store.IdemClaimed, d.Retention
 		}
