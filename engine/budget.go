@@ -214,6 +214,7 @@ func (e *Engine) visit(r *room, ev *[]Removal) bool {
 		if removed {
 			s.maybeShrinkLocked()
 		}
+		s.flushEvictedLocked() // the evictions reach the log now
 		s.mu.Unlock()
 	}
 	return b.has(r, want)

@@ -75,6 +75,14 @@ func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now 
 		case ExpireLT:
 			done = cur == 0 || d < cur
 		}
+		if done && d <= now {
+			err = s.logRemoveLocked(en)
+		} else if done {
+			err = s.logMetaLocked(en, d, en.flags()&flagPinned != 0)
+		}
+		if err != nil {
+			done = false
+		}
 		if done {
 			if d <= now {
 				s.removeLocked(slot, h, Deleted, evp)
@@ -88,7 +96,7 @@ func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now 
 	}
 	s.mu.Unlock()
 	e.deliver(ev)
-	return done, nil
+	return done, err
 }
 
 // deadlineAfter returns now+ttl, or ErrInvalidTTL if ttl ≤ 0 or the sum
@@ -103,7 +111,9 @@ func deadlineAfter(now int64, ttl time.Duration) (int64, error) {
 	return now + int64(ttl), nil
 }
 
-// Persist removes key's TTL and reports whether it had one.
+// Persist removes key's TTL and reports whether it had one. With a
+// durability log, a change whose record cannot be logged returns false and
+// leaves the key.
 func (e *Engine) Persist(key string) bool {
 	if e.closed.Load() || len(key) > e.maxKey {
 		return false
@@ -115,7 +125,7 @@ func (e *Engine) Persist(key string) bool {
 	done := false
 	if slot, ok := s.lookupLocked(key, h, e.now(), evp); ok {
 		en := s.at(slot)
-		if en.deadline() != 0 {
+		if en.deadline() != 0 && s.logMetaLocked(en, 0, en.flags()&flagPinned != 0) == nil {
 			size := en.size()
 			s.setDeadlineLocked(en, 0)
 			s.syncPolicyLocked(en, h, size, false)
@@ -152,6 +162,10 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	slot, ok := s.lookupLocked(key, h, now, evp)
 	var it Item
 	if ok {
+		err = s.logMetaLocked(s.at(slot), d, s.at(slot).flags()&flagPinned != 0)
+		ok = err == nil
+	}
+	if ok {
 		en := s.at(slot)
 		size := en.size()
 		s.setDeadlineLocked(en, d)
@@ -160,6 +174,9 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	}
 	s.mu.Unlock()
 	e.deliver(ev)
+	if err != nil {
+		return Item{}, false, err
+	}
 	if ok {
 		s.hits.Add(1)
 	} else {
@@ -169,7 +186,8 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 }
 
 // Pin sets or clears key's exemption from eviction and reports whether the
-// key exists.
+// key exists. With a durability log, a change whose record cannot be
+// logged returns false and leaves the key.
 func (e *Engine) Pin(key string, pinned bool) bool {
 	if e.closed.Load() || len(key) > e.maxKey {
 		return false
@@ -179,6 +197,9 @@ func (e *Engine) Pin(key string, pinned bool) bool {
 	evp := e.events(&ev)
 	s.mu.Lock()
 	slot, ok := s.lookupLocked(key, h, e.now(), evp)
+	if ok && s.logMetaLocked(s.at(slot), s.at(slot).deadline(), pinned) != nil {
+		ok = false
+	}
 	if ok {
 		en := s.at(slot)
 		if pinned {

@@ -127,6 +127,12 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 			return 0, false, err
 		}
 	}
+	if err := s.logSetLocked(key, value, deadline, pin || found && s.at(slot).flags()&flagPinned != 0); err != nil {
+		if found {
+			s.syncPolicyLocked(s.at(slot), h, oldSize, false)
+		}
+		return 0, false, err
+	}
 	v := s.applyWriteLocked(key, h, slot, found, value, deadline, pin, ev)
 	if s.b != nil {
 		r.held -= newSize - oldSize
@@ -219,8 +225,10 @@ func (e *Engine) CompareAndSwap(key string, old uint64, value []byte) (version u
 }
 
 // Delete removes key and reports whether it existed.
+// With a durability log, a delete whose record cannot be logged returns
+// false and leaves the key; DeleteWith reports the error.
 func (e *Engine) Delete(key string) (deleted bool) {
-	_, deleted = e.remove(key, 0, false)
+	_, deleted, _ = e.remove(key, 0, false)
 	return deleted
 }
 
@@ -231,22 +239,30 @@ func (e *Engine) Delete(key string) (deleted bool) {
 //		return true
 //	}
 //	return false
+//
+// With a durability log, a delete whose record cannot be logged returns
+// false and leaves the key; DeleteWith reports the error.
 func (e *Engine) CompareAndDelete(key string, version uint64) (deleted bool) {
 	if version == 0 {
 		return false
 	}
-	_, deleted = e.remove(key, version, false)
+	_, deleted, _ = e.remove(key, version, false)
 	return deleted
 }
 
 // GetAndDelete removes key and returns the value it had (Redis GETDEL).
+// With a durability log, a delete whose record cannot be logged returns
+// false and leaves the key; DeleteWith reports the error.
 func (e *Engine) GetAndDelete(key string) (value []byte, loaded bool) {
-	return e.remove(key, 0, true)
+	value, loaded, _ = e.remove(key, 0, true)
+	return value, loaded
 }
 
-func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
+// remove is DeleteWith. A delete whose log record fails returns false and
+// the error, and leaves the key.
+func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool, error) {
 	if e.closed.Load() || len(key) > e.maxKey {
-		return nil, false
+		return nil, false, nil
 	}
 	s, h := e.shardFor(key)
 	var ev []Removal
@@ -257,6 +273,12 @@ func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
 	if ok && version != 0 && s.at(slot).version() != version {
 		ok = false
 	}
+	var err error
+	if ok {
+		if err = s.logRemoveLocked(s.at(slot)); err != nil {
+			ok = false
+		}
+	}
 	if ok {
 		if load {
 			val = append([]byte{}, s.at(slot).value()...)
@@ -266,5 +288,5 @@ func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
 	}
 	s.mu.Unlock()
 	e.deliver(ev)
-	return val, ok
+	return val, ok, err
 }
