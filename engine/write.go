@@ -127,11 +127,13 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 			return 0, false, err
 		}
 	}
-	if err := s.logSetLocked(key, value, deadline, pin || found && s.at(slot).flags()&flagPinned != 0); err != nil {
-		if found {
-			s.syncPolicyLocked(s.at(slot), h, oldSize, false)
+	if s.log.dur != nil {
+		if err := s.logSetLocked(key, value, deadline, pin || found && s.at(slot).flags()&flagPinned != 0); err != nil {
+			if found {
+				s.syncPolicyLocked(s.at(slot), h, oldSize, false)
+			}
+			return 0, false, err
 		}
-		return 0, false, err
 	}
 	v := s.applyWriteLocked(key, h, slot, found, value, deadline, pin, ev)
 	if s.b != nil {
