@@ -64,7 +64,7 @@ func diffDumps(want, got map[string]Item) string {
 	}
 	for k, g := range got {
 		if _, ok := want[k]; !ok {
-			fmt.Fprintf(&b, "%q: resurrected or unexpected, %q v%d\n", k, g.Value, g.Version)
+			fmt.Fprintf(&b, "%q: resurrected or unexpected, %q v%d ttl %v\n", k, g.Value, g.Version, g.TTL)
 		}
 	}
 	return b.String()
