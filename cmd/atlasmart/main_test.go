@@ -35,6 +35,8 @@ func TestDemo(t *testing.T) {
 		"while the first is charging → 409, Retry-After: 1s (not run)",
 		`retries after Retry-After → 201 {"charge":"ch_1","amount":1250} (replayed)`,
 		"card charged 1 time(s)",
+		`the client retries: key="order-2002" → {"charge":"ch_1","amount":7500} (replayed)`,
+		"card charged 1 time(s) across the restart",
 	}
 	for _, w := range want {
 		if !strings.Contains(buf.String(), w) {
