@@ -152,8 +152,8 @@ func badCases() []badCase {
 			badCase{name: "CompareAndSwap MustBeAbsent " + k.name, run: func(e *engine.Engine) (string, error) {
 				return wr3(e.CompareAndSwap(key, engine.MustBeAbsent, []byte("v")))
 			}, want: engine.ErrKeyTooLarge, result: "v=0 ok=false"},
-			badCase{name: "Persist " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist(key)), nil }, result: "false"},
-			badCase{name: "Pin " + k.name, run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Pin(key, true)), nil }, result: "false"},
+			badCase{name: "Persist " + k.name, run: func(e *engine.Engine) (string, error) { return br(e.Persist(key)) }, want: engine.ErrKeyTooLarge, result: "ok=false"},
+			badCase{name: "Pin " + k.name, run: func(e *engine.Engine) (string, error) { return br(e.Pin(key, true)) }, want: engine.ErrKeyTooLarge, result: "ok=false"},
 			badCase{name: "GetAndExpire " + k.name, run: func(e *engine.Engine) (string, error) {
 				_, ok, err := e.GetAndExpire(key, time.Second)
 				return br(ok, err)
@@ -378,9 +378,9 @@ func badCases() []badCase {
 		badCase{name: "Expire missing", run: func(e *engine.Engine) (string, error) {
 			return br(e.Expire("missing", time.Second, engine.ExpireConditionAlways))
 		}, result: "ok=false"},
-		badCase{name: "Persist missing", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist("missing")), nil }, result: "false"},
-		badCase{name: "Persist no TTL", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Persist("plain")), nil }, result: "false"},
-		badCase{name: "Pin missing", run: func(e *engine.Engine) (string, error) { return fmt.Sprint(e.Pin("missing", true)), nil }, result: "false"},
+		badCase{name: "Persist missing", run: func(e *engine.Engine) (string, error) { return br(e.Persist("missing")) }, result: "ok=false"},
+		badCase{name: "Persist no TTL", run: func(e *engine.Engine) (string, error) { return br(e.Persist("plain")) }, result: "ok=false"},
+		badCase{name: "Pin missing", run: func(e *engine.Engine) (string, error) { return br(e.Pin("missing", true)) }, result: "ok=false"},
 		badCase{name: "GetAndExpire missing", run: func(e *engine.Engine) (string, error) {
 			_, ok, err := e.GetAndExpire("missing", time.Second)
 			return br(ok, err)

@@ -215,6 +215,7 @@ func (e *Engine) visit(r *room, ev *[]Removal) error {
 		if removed {
 			s.maybeShrinkLocked()
 		}
+		s.flushEvictedLocked() // the evictions reach the log now
 		s.mu.Unlock()
 	}
 	if !b.has(r, want) {

@@ -72,7 +72,7 @@ func TestIndexGarbageBounded(t *testing.T) {
 			case "Delete":
 				e.Delete(fmt.Sprint(i))
 			case "Persist":
-				e.Persist(fmt.Sprint(i))
+				_, _ = e.Persist(fmt.Sprint(i))
 			case "Set":
 				e.Set(fmt.Sprint(i), []byte("w"))
 			}

@@ -62,8 +62,8 @@ func TestEveryOpReadsClockUnderShardLock(t *testing.T) {
 			_, err := e.ExpireAt("k", t0.Add(time.Hour), ExpireConditionAlways)
 			return err
 		}},
-		{"Persist", func(e *Engine) error { e.Persist("k"); return nil }},
-		{"Pin", func(e *Engine) error { e.Pin("k", true); return nil }},
+		{"Persist", func(e *Engine) error { _, err := e.Persist("k"); return err }},
+		{"Pin", func(e *Engine) error { _, err := e.Pin("k", true); return err }},
 		{"GetAndExpire", func(e *Engine) error { _, _, err := e.GetAndExpire("k", time.Hour); return err }},
 		{"IncrWith", func(e *Engine) error {
 			_, err := e.IncrWith("k", 1, IncrOptions{TTL: time.Hour})

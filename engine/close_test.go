@@ -160,6 +160,9 @@ func TestOpsAfterClose(t *testing.T) {
 		return err
 	}()
 	closedErr["GetAndExpire"] = func() error { _, _, err := e.GetAndExpire("t", time.Second); return err }()
+	closedErr["Persist"] = func() error { _, err := e.Persist("t"); return err }()
+	closedErr["Pin"] = func() error { _, err := e.Pin("k", true); return err }()
+	closedErr["DeleteWith"] = func() error { _, _, err := e.DeleteWith("k", engine.DeleteOptions{}); return err }()
 	for op, err := range closedErr {
 		if !errors.Is(err, engine.ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", op, err)
@@ -168,8 +171,6 @@ func TestOpsAfterClose(t *testing.T) {
 	falses := map[string]bool{
 		"Delete":           e.Delete("k"),
 		"CompareAndDelete": e.CompareAndDelete("k", it.Version),
-		"Persist":          e.Persist("t"),
-		"Pin":              e.Pin("k", true),
 	}
 	_, falses["Get"] = e.Get("k")
 	_, falses["AppendGet"] = e.AppendGet(nil, "k")

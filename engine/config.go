@@ -73,6 +73,10 @@ type Config struct {
 	// expiry goroutine delays active expiry; lazy expiry still hides due
 	// keys).
 	OnRemove func(Removal)
+
+	// Durability configures the append-only log that makes the engine
+	// survive a restart and a crash. The zero value logs nothing.
+	Durability Durability
 }
 
 func (c Config) resolve() (Config, int, error) {
@@ -91,6 +95,11 @@ func (c Config) resolve() (Config, int, error) {
 	if c.Policy.New == nil && c.Policy.Name != "" && c.Policy.Name != evict.NoEviction.Name {
 		return c, 0, fmt.Errorf("%w: Policy %q has no constructor", ErrInvalidConfig, c.Policy.Name)
 	}
+	d, err := c.Durability.resolve()
+	if err != nil {
+		return c, 0, err
+	}
+	c.Durability = d
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}

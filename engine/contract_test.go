@@ -81,8 +81,12 @@ func contractOps() []contractOp {
 		{"Delete", false, func(e *engine.Engine, k string) (bool, error) { return e.Delete(k), nil }},
 		{"CompareAndDelete", false, func(e *engine.Engine, k string) (bool, error) { return e.CompareAndDelete(k, 1), nil }},
 		{"GetAndDelete", false, func(e *engine.Engine, k string) (bool, error) { _, ok := e.GetAndDelete(k); return ok, nil }},
-		{"Persist", false, func(e *engine.Engine, k string) (bool, error) { return e.Persist(k), nil }},
-		{"Pin", false, func(e *engine.Engine, k string) (bool, error) { return e.Pin(k, true), nil }},
+		{"Persist", true, func(e *engine.Engine, k string) (bool, error) { return e.Persist(k) }},
+		{"Pin", true, func(e *engine.Engine, k string) (bool, error) { return e.Pin(k, true) }},
+		{"DeleteWith", true, func(e *engine.Engine, k string) (bool, error) {
+			_, ok, err := e.DeleteWith(k, engine.DeleteOptions{IfVersion: engine.AnyVersion})
+			return ok, err
+		}},
 	}
 }
 

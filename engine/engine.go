@@ -131,6 +131,7 @@ type Engine struct {
 	maxKey   int
 	onRemove func(Removal)
 	closed   atomic.Bool
+	dur      *durable // Config.Durability; nil = no log
 
 	listenerPanics atomic.Uint64 // recovered in the expiry goroutine
 
@@ -200,6 +201,9 @@ func New(cfg Config) (*Engine, error) {
 		parts[i] = reclaimer{e, s}
 	}
 	e.cycle = expiry.NewCycle(parts, cfg.ExpiryBudget, clock.Real{}.Now)
+	if err := e.openLog(cfg.Durability); err != nil {
+		return nil, err
+	}
 	if cfg.ExpiryInterval > 0 {
 		go e.expireLoop(cfg.ExpiryInterval)
 	} else {
@@ -238,10 +242,15 @@ func (e *Engine) now() int64 {
 	}
 }
 
-// Close stops the background goroutine and releases the engine's memory.
+// Close stops the background goroutines and releases the engine's memory.
 // Later operations return ErrClosed (reads report a miss). Close is
-// idempotent, safe to call from any goroutine, listeners included, and
-// always returns nil; every call returns once the engine is closed.
+// idempotent, safe to call from any goroutine, listeners included; every
+// call returns once the engine is closed. It returns nil, or with a
+// durability log the error of closing it (a failed log, or its final
+// fsync), the same on every call. With a log, Close first stops the
+// rewrite goroutine (waiting for a running rewrite), logs pending
+// evictions, and flushes, fsyncs and closes the log; writes still in
+// flight then fail with ErrClosed and change nothing.
 //
 // Close waits for the expiry goroutine to end, except while that goroutine
 // runs a listener: Close does not wait for a listener (the listener may be
@@ -255,8 +264,9 @@ func (e *Engine) Close() error {
 		// Another Close is releasing the shards: it waits for nothing
 		// but engine code, so this returns promptly.
 		<-e.released
-		return nil
+		return e.closeLog()
 	}
+	logErr := e.closeLog()
 	close(e.done)
 	e.loopMu.Lock()
 	for e.loopState == loopStateRunning {
@@ -274,7 +284,7 @@ func (e *Engine) Close() error {
 		s.mu.Unlock()
 	}
 	close(e.released)
-	return nil
+	return logErr
 }
 
 // Clock returns the clock the engine reads (Config.Clock, or clock.Real).

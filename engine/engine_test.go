@@ -159,7 +159,7 @@ func TestTTLKinds(t *testing.T) {
 		}, 0, false},
 		{"persist removes TTL", func(e *Engine) error {
 			e.SetTTL("k", []byte("a"), time.Minute)
-			if !e.Persist("k") {
+			if ok, err := e.Persist("k"); !ok || err != nil {
 				return errors.New("persist reported no TTL")
 			}
 			return nil

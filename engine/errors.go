@@ -35,4 +35,29 @@ var (
 	// ErrInvalidOptions reports contradictory write options (for example a
 	// TTL together with KeepTTL).
 	ErrInvalidOptions = errors.New("tide: invalid options")
+
+	// Durability (Config.Durability).
+
+	// ErrLogWrite reports a write whose log record could not be appended
+	// (ENOSPC, EIO, a short write): the write changed nothing in memory,
+	// and the log stays usable. The wrapping error carries the cause.
+	ErrLogWrite = errors.New("tide: log write failed")
+	// ErrLogFailed reports a log that refuses appends after a failed fsync
+	// (or a write it could not cut off again): the write changed nothing
+	// in memory, but after a failed fsync its record may or may not
+	// survive a crash. Every later write fails the same way; reads work.
+	// Reopen the engine to continue.
+	ErrLogFailed = errors.New("tide: log failed, reopen the engine")
+	// ErrLogCorrupt reports a log (or snapshot) that is damaged other than
+	// by a torn tail: the wrapping error names the file and offset.
+	// Durability.TruncateCorrupt makes New cut the log there instead.
+	ErrLogCorrupt = errors.New("tide: log corrupt")
+	// ErrLogLocked reports a log directory another engine (in this or
+	// another process) has open.
+	ErrLogLocked = errors.New("tide: log directory in use")
+	// ErrNoLog reports a log operation (Rewrite) on an engine without
+	// Durability.Dir.
+	ErrNoLog = errors.New("tide: no log configured")
+	// ErrRewriteBusy reports a Rewrite started while another one runs.
+	ErrRewriteBusy = errors.New("tide: log rewrite already running")
 )

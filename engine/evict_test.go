@@ -184,7 +184,7 @@ func evictionRun(t *rapid.T, spec evict.Spec) {
 		},
 		"persist": func(t *rapid.T) {
 			k := key.Draw(t, "k")
-			ok := e.Persist(k)
+			ok, _ := e.Persist(k)
 			settle(t, "persist")
 			if ok {
 				se := shadow[k]
@@ -195,7 +195,7 @@ func evictionRun(t *rapid.T, spec evict.Spec) {
 		"pin": func(t *rapid.T) {
 			k := key.Draw(t, "k")
 			p := rapid.Bool().Draw(t, "p")
-			ok := e.Pin(k, p)
+			ok, _ := e.Pin(k, p)
 			settle(t, "pin")
 			if ok {
 				se := shadow[k]

@@ -92,7 +92,9 @@ func ExampleEngine_Expire() {
 	fmt.Println(gt, lt)
 	ttl, ok := e.TTL("k")
 	fmt.Println(ttl > 0, ok)
-	e.Persist("k")
+	if _, err := e.Persist("k"); err != nil {
+		panic(err)
+	}
 	ttl, ok = e.TTL("k")
 	fmt.Println(ttl == engine.NoTTL, ok)
 	_, ok = e.TTL("missing")

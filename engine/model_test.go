@@ -234,7 +234,7 @@ func TestModel(t *testing.T) {
 				k := keys.Draw(t, "k")
 				cur, exists := md.live(k)
 				want := exists && cur.deadline != 0
-				if got := e.Persist(k); got != want {
+				if got, err := e.Persist(k); err != nil || got != want {
 					t.Fatalf("Persist(%q) = %v want %v", k, got, want)
 				}
 				if want {

@@ -41,6 +41,7 @@ type shard struct {
 	volatile  bool
 	closed    bool
 	seed      maphash.Seed // the engine's; set once by New
+	log       shardLog     // the durability log's state (see durable.go)
 
 	writes, expired, evicted, deleted, replaced uint64
 
@@ -188,6 +189,9 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	}
 	if ev != nil {
 		*ev = append(*ev, Removal{Key: string(en.key()), Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: cause})
+	}
+	if cause == CauseEvicted {
+		s.noteEvictedLocked(en) // logged with the shard's next record
 	}
 	s.tab.Delete(table.Tag(hash), slot)
 	hadTTL := en.deadline() != 0

@@ -56,7 +56,7 @@ func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now 
 	for op.lock(e, s) {
 		var d int64
 		if d, err = deadlineAt(op.now); err == nil {
-			done = s.expireLocked(key, h, cond, d, op.now, op.events())
+			done, err = s.expireLocked(key, h, cond, d, op.now, op.events())
 		}
 		err = op.unlock(err)
 	}
@@ -64,11 +64,12 @@ func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now 
 }
 
 // expireLocked sets key's deadline to d if cond holds, deleting the key if
-// d is not after now, and reports whether it did.
-func (s *shard) expireLocked(key string, h uint64, cond ExpireCondition, d, now int64, ev *[]Removal) bool {
+// d is not after now, and reports whether it did. A change whose log
+// record fails is not made.
+func (s *shard) expireLocked(key string, h uint64, cond ExpireCondition, d, now int64, ev *[]Removal) (bool, error) {
 	slot, ok := s.lookupLocked(key, h, now, ev)
 	if !ok {
-		return false
+		return false, nil
 	}
 	en := s.at(slot)
 	cur := en.deadline()
@@ -88,12 +89,18 @@ func (s *shard) expireLocked(key string, h uint64, cond ExpireCondition, d, now 
 	switch {
 	case !done:
 	case d <= now:
+		if err := s.logRemoveLocked(en); err != nil {
+			return false, err
+		}
 		s.removeLocked(slot, h, CauseDeleted, ev)
 		s.maybeShrinkLocked()
 	default:
+		if err := s.logMetaLocked(en, d, en.flags()&flagPinned != 0); err != nil {
+			return false, err
+		}
 		s.retimeLocked(en, h, d, false)
 	}
-	return done
+	return done, nil
 }
 
 // retimeLocked changes only en's deadline (its version
@@ -116,22 +123,31 @@ func deadlineAfter(now int64, ttl time.Duration) (int64, error) {
 	return now + int64(ttl), nil
 }
 
-// Persist removes key's TTL and reports whether it had one.
-func (e *Engine) Persist(key string) bool {
-	if e.closed.Load() || len(key) > e.maxKey {
-		return false
+// Persist removes key's TTL and reports whether it had one. An over-long
+// key is ErrKeyTooLarge; with a durability log, a change whose record
+// cannot be logged is not made and the error says why.
+func (e *Engine) Persist(key string) (bool, error) {
+	if err := e.checkKey(key); err != nil {
+		return false, err
+	}
+	if e.closed.Load() {
+		return false, ErrClosed
 	}
 	s, h := e.shardFor(key)
 	var done bool
+	var err error
 	var op locked
 	for op.lock(e, s) {
 		if slot, ok := s.lookupLocked(key, h, op.now, op.events()); ok && s.at(slot).deadline() != 0 {
-			s.retimeLocked(s.at(slot), h, 0, false)
-			done = true
+			en := s.at(slot)
+			if err = s.logMetaLocked(en, 0, en.flags()&flagPinned != 0); err == nil {
+				s.retimeLocked(en, h, 0, false)
+				done = true
+			}
 		}
-		op.unlock(nil)
+		err = op.unlock(err)
 	}
-	return done
+	return done, err
 }
 
 // GetAndExpire returns key's item and sets it to expire ttl from now, in one
@@ -157,8 +173,12 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 			var slot uint32
 			if slot, ok = s.lookupLocked(key, h, op.now, op.events()); ok {
 				en := s.at(slot)
-				s.retimeLocked(en, h, d, true)
-				it = itemOf(en, op.now)
+				if err = s.logMetaLocked(en, d, en.flags()&flagPinned != 0); err != nil {
+					ok = false
+				} else {
+					s.retimeLocked(en, h, d, true)
+					it = itemOf(en, op.now)
+				}
 			}
 		}
 		err = op.unlock(err)
@@ -171,33 +191,41 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 }
 
 // Pin sets or clears key's exemption from eviction and reports whether the
-// key exists.
-func (e *Engine) Pin(key string, pinned bool) bool {
-	if e.closed.Load() || len(key) > e.maxKey {
-		return false
+// key exists. An over-long key is ErrKeyTooLarge; with a durability log, a
+// change whose record cannot be logged is not made and the error says why.
+func (e *Engine) Pin(key string, pinned bool) (bool, error) {
+	if err := e.checkKey(key); err != nil {
+		return false, err
+	}
+	if e.closed.Load() {
+		return false, ErrClosed
 	}
 	s, h := e.shardFor(key)
 	var ok bool
+	var err error
 	var op locked
 	for op.lock(e, s) {
-		ok = s.pinLocked(key, h, pinned, op.now, op.events())
-		op.unlock(nil)
+		ok, err = s.pinLocked(key, h, pinned, op.now, op.events())
+		err = op.unlock(err)
 	}
-	return ok
+	return ok, err
 }
 
 // pinLocked is Pin under the shard's exclusive lock.
-func (s *shard) pinLocked(key string, h uint64, pinned bool, now int64, ev *[]Removal) bool {
+func (s *shard) pinLocked(key string, h uint64, pinned bool, now int64, ev *[]Removal) (bool, error) {
 	slot, ok := s.lookupLocked(key, h, now, ev)
 	if !ok {
-		return false
+		return false, nil
 	}
 	en := s.at(slot)
+	if err := s.logMetaLocked(en, en.deadline(), pinned); err != nil {
+		return false, err
+	}
 	if pinned {
 		en.setFlags(en.flags() | flagPinned)
 	} else {
 		en.setFlags(en.flags() &^ flagPinned)
 	}
 	s.syncPolicyLocked(en, h, en.size(), false)
-	return true
+	return true, nil
 }

@@ -216,6 +216,13 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(plans[a].grow, plans[b].grow) })
+	if err := e.logCommitLocked(ops, hashes, order, func(i int) (*shard, uint32, bool, int64) {
+		p := plans[i]
+		return p.s, p.slot, p.found, p.deadline
+	}); err != nil {
+		resync()
+		return nil, false, err
+	}
 	versions := make([]uint64, len(ops))
 	for _, i := range order {
 		op, p := ops[i], plans[i]

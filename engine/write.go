@@ -143,6 +143,14 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 			return 0, false, err
 		}
 	}
+	if s.log.dur != nil {
+		if err := s.logSetLocked(key, value, deadline, pin || found && s.at(slot).flags()&flagPinned != 0); err != nil {
+			if found {
+				s.syncPolicyLocked(s.at(slot), h, oldSize, false)
+			}
+			return 0, false, err
+		}
+	}
 	v := s.applyWriteLocked(key, h, slot, found, value, deadline, pin, ev)
 	if s.b != nil {
 		r.held -= newSize - oldSize
@@ -243,8 +251,10 @@ func (e *Engine) CompareAndSwap(key string, old uint64, value []byte) (version u
 }
 
 // Delete removes key and reports whether it existed.
+// With a durability log, a delete whose record cannot be logged returns
+// false and leaves the key; DeleteWith reports the error.
 func (e *Engine) Delete(key string) (deleted bool) {
-	_, deleted = e.remove(key, AnyVersion, false)
+	_, deleted, _ = e.remove(key, AnyVersion, false)
 	return deleted
 }
 
@@ -255,46 +265,57 @@ func (e *Engine) Delete(key string) (deleted bool) {
 //		return true
 //	}
 //	return false
+//
+// With a durability log, a delete whose record cannot be logged returns
+// false and leaves the key; DeleteWith reports the error.
 func (e *Engine) CompareAndDelete(key string, version uint64) (deleted bool) {
 	if version == MustBeAbsent {
 		return false
 	}
-	_, deleted = e.remove(key, version, false)
+	_, deleted, _ = e.remove(key, version, false)
 	return deleted
 }
 
 // GetAndDelete removes key and returns the value it had (Redis GETDEL).
+// With a durability log, a delete whose record cannot be logged returns
+// false and leaves the key; DeleteWith reports the error.
 func (e *Engine) GetAndDelete(key string) (value []byte, loaded bool) {
-	return e.remove(key, AnyVersion, true)
+	value, loaded, _ = e.remove(key, AnyVersion, true)
+	return value, loaded
 }
 
 // remove deletes key if it exists with version (any version for
-// AnyVersion), returning its value if load.
-func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool) {
+// AnyVersion), returning its value if load. A delete whose log record
+// fails returns false and the error, and leaves the key.
+func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool, error) {
 	if e.closed.Load() || len(key) > e.maxKey {
-		return nil, false
+		return nil, false, nil
 	}
 	s, h := e.shardFor(key)
 	var val []byte
 	var ok bool
+	var err error
 	var op locked
 	for op.lock(e, s) {
-		val, ok = s.removeKeyLocked(key, h, version, load, op.now, op.events())
+		val, ok, err = s.removeKeyLocked(key, h, version, load, op.now, op.events())
 		op.unlock(nil)
 	}
-	return val, ok
+	return val, ok, err
 }
 
 // removeKeyLocked is remove under the shard's exclusive lock.
-func (s *shard) removeKeyLocked(key string, h uint64, version uint64, load bool, now int64, ev *[]Removal) (val []byte, ok bool) {
+func (s *shard) removeKeyLocked(key string, h uint64, version uint64, load bool, now int64, ev *[]Removal) (val []byte, ok bool, err error) {
 	slot, ok := s.lookupLocked(key, h, now, ev)
 	if !ok || (version != AnyVersion && s.at(slot).version() != version) {
-		return nil, false
+		return nil, false, nil
+	}
+	if err := s.logRemoveLocked(s.at(slot)); err != nil {
+		return nil, false, err
 	}
 	if load {
 		val = append([]byte{}, s.at(slot).value()...)
 	}
 	s.removeLocked(slot, h, CauseDeleted, ev)
 	s.maybeShrinkLocked()
-	return val, true
+	return val, true, nil
 }

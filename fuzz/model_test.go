@@ -775,11 +775,24 @@ func (h *harness) doGetAndExpire(k string, ttl time.Duration) {
 	}
 }
 
+// keyOrClosedErr is the error of a call on k that checks only the key and
+// the engine's state: ErrKeyTooLarge first, then ErrClosed.
+func (h *harness) keyOrClosedErr(k string) error {
+	switch {
+	case len(k) > maxKey:
+		return engine.ErrKeyTooLarge
+	case h.closed:
+		return engine.ErrClosed
+	}
+	return nil
+}
+
 func (h *harness) doPersist(k string) {
 	m := h.live(k)
 	want := m != nil && m.deadline != 0 && !h.closed && len(k) <= maxKey
-	got := h.e.Persist(k)
-	h.logf("Persist(%q) = %v", k, got)
+	got, err := h.e.Persist(k)
+	h.logf("Persist(%q) = %v, %v", k, got, err)
+	h.wantErr("Persist", err, h.keyOrClosedErr(k))
 	if got != want {
 		h.failf("Persist(%q) = %v, model %v", k, got, want)
 	}
@@ -792,8 +805,9 @@ func (h *harness) doPersist(k string) {
 func (h *harness) doPin(k string, pin bool) {
 	m := h.live(k)
 	want := m != nil && !h.closed && len(k) <= maxKey
-	got := h.e.Pin(k, pin)
-	h.logf("Pin(%q, %v) = %v", k, pin, got)
+	got, err := h.e.Pin(k, pin)
+	h.logf("Pin(%q, %v) = %v, %v", k, pin, got, err)
+	h.wantErr("Pin", err, h.keyOrClosedErr(k))
 	if got != want {
 		h.failf("Pin(%q) = %v, model %v", k, got, want)
 	}

@@ -293,8 +293,9 @@ func (m *Map[V]) Expire(key string, ttl time.Duration, cond engine.ExpireConditi
 	return m.e.Expire(m.key(key), ttl, cond)
 }
 
-// Persist removes key's TTL and reports whether it had one.
-func (m *Map[V]) Persist(key string) bool {
+// Persist removes key's TTL and reports whether it had one, as
+// engine.Engine.Persist does.
+func (m *Map[V]) Persist(key string) (bool, error) {
 	return m.e.Persist(m.key(key))
 }
 

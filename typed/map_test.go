@@ -430,7 +430,7 @@ func TestTTLOperations(t *testing.T) {
 	if ttl, _ := m.TTL("s"); ttl != time.Hour {
 		t.Errorf("TTL after Expire = %v", ttl)
 	}
-	if !m.Persist("s") {
+	if ok, err := m.Persist("s"); !ok || err != nil {
 		t.Error("Persist of a key with a TTL = false")
 	}
 	if ttl, ok := m.TTL("s"); ttl != engine.NoTTL || !ok {

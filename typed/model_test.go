@@ -200,7 +200,7 @@ func TestMapModel(t *testing.T) {
 			"Persist": func(rt *rapid.T) {
 				k := keyGen.Draw(rt, "k")
 				want, exists := live(k)
-				if got := m.Persist(k); got != (exists && want.deadline != 0) {
+				if got, err := m.Persist(k); err != nil || got != (exists && want.deadline != 0) {
 					rt.Fatalf("Persist(%q) = %v, model has deadline %v", k, got, want.deadline)
 				}
 				if exists {

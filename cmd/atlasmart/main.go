@@ -16,6 +16,8 @@
 //     while the old one is served, an invalidation, the stats;
 //  8. a double-clicked payment: the duplicate that arrives while the
 //     first runs gets 409, the retry the stored response.
+//  9. a restart: a payment completes on an engine with a durability log,
+//     the process restarts on the same directory, the retry replays.
 //
 // Usage: go run ./cmd/atlasmart
 package main
@@ -95,6 +97,7 @@ func run(ctx context.Context) error {
 		{"Two replicas, one SMS budget", smsBudget},
 		{"Catalog cache", catalog},
 		{"Double click (idempotency)", doubleClick},
+		{"Restart (durability)", restart},
 	}
 	for i, s := range scenes {
 		fmt.Fprintf(out, "\n== %d. %s ==\n", i+1, s.title)

@@ -35,6 +35,8 @@ func TestDemo(t *testing.T) {
 		"while the first is charging → 409, Retry-After: 1s (not run)",
 		`retries after Retry-After → 201 {"charge":"ch_1","amount":1250} (replayed)`,
 		"card charged 1 time(s)",
+		`the client retries: key="order-2002" → {"charge":"ch_1","amount":7500} (replayed)`,
+		"card charged 1 time(s) across the restart",
 	}
 	// Each action is told before its effects: the watcher reports a
 	// revision only after the write that made it was announced.

@@ -28,8 +28,16 @@
 // backwards while the store lives: not when a lease expires, not under
 // memory pressure.
 //
-// Across a restart of a non-durable store (the embedded engine loses its
-// data with the process), set Config.Floor: the next token is
+// The embedded engine with a durability log (engine.Config.Durability)
+// keeps the counter across restarts, so tokens stay monotonic without a
+// Floor: with engine.SyncAlways nothing acknowledged is lost even by an OS
+// crash; with SyncEverySecond or SyncNo a process crash loses nothing but
+// an OS crash or power loss may lose the last acknowledged increments (see
+// docs/DURABILITY.md), so keep a Floor there if tokens must never repeat
+// even then.
+//
+// Across a restart of a non-durable store (the embedded engine without a
+// log loses its data with the process), set Config.Floor: the next token is
 // max(counter+1, Floor(name)). Two floors are provided and tested:
 // ClockFloor (the store's clock in microseconds — monotone across restarts
 // as long as the store's clock does not step back and fewer than one lease

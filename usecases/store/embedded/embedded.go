@@ -119,7 +119,11 @@ func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	return b.e.CompareAndDelete(key, version), nil
+	if version == engine.MustBeAbsent { // no key has it; DeleteWith would read it as AnyVersion
+		return false, nil
+	}
+	_, ok, err := b.e.DeleteWith(key, engine.DeleteOptions{IfVersion: version})
+	return ok, fromEngine(err)
 }
 
 // Delete implements store.Backend.
@@ -127,7 +131,8 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	return b.e.Delete(key), nil
+	_, ok, err := b.e.DeleteWith(key, engine.DeleteOptions{IfVersion: engine.AnyVersion})
+	return ok, fromEngine(err)
 }
 
 // optimistic runs attempt until the decision is made. An attempt reads

@@ -5,10 +5,12 @@ import (
 
 	"github.com/tidekv/tide/engine"
 	"github.com/tidekv/tide/kverr"
+	"github.com/tidekv/tide/usecases/store"
 )
 
 // engineErrors pairs each engine sentinel with the store's (package
-// kverr's) for the same condition.
+// kverr's, or store.ErrUnavailable for a failed log write) for the same
+// condition.
 var engineErrors = [...]struct{ engine, store error }{
 	{engine.ErrKeyTooLarge, kverr.ErrKeyTooLarge},
 	{engine.ErrTooLarge, kverr.ErrTooLarge},
@@ -17,6 +19,9 @@ var engineErrors = [...]struct{ engine, store error }{
 	{engine.ErrOutOfMemory, kverr.ErrOutOfMemory},
 	{engine.ErrOverflow, kverr.ErrOverflow},
 	{engine.ErrClosed, kverr.ErrClosed},
+	// A durability log that failed a write: the store could not take it.
+	{engine.ErrLogWrite, store.ErrUnavailable},
+	{engine.ErrLogFailed, store.ErrUnavailable},
 }
 
 // storeError is an engine error that also matches the store's sentinel

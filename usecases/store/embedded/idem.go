@@ -142,11 +142,11 @@ func (b *Backend) idemStep(d *store.Idempotency, ok bool, it engine.Item, r idem
 		return true, false, nil
 	}
 	if d.Op == store.IdemRelease {
-		won = b.e.CompareAndDelete(d.Key, it.Version)
+		_, won, err := b.e.DeleteWith(d.Key, engine.DeleteOptions{IfVersion: it.Version})
 		if won {
 			d.Outcome, d.TTL = store.IdemReleased, 0
 		}
-		return false, won, nil
+		return false, won, err
 	}
 	r.state, r.result = idemCompleted, d.Result
 	_, won, err = b.e.SetWith(d.Key, r.encode(), engine.SetOptions{IfVersion: it.Version, KeepTTL: true})

@@ -77,7 +77,7 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 					d.OK, d.Current.TTL = true, d.TTL
 				}
 			} else {
-				won = b.e.CompareAndDelete(d.Key, it.Version)
+				_, won, err = b.e.DeleteWith(d.Key, engine.DeleteOptions{IfVersion: it.Version})
 				if won {
 					d.OK, d.Current = true, store.LeaseInfo{}
 				}

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tidekv/tide/internal/aof"
+)
+
+// openLog opens the durability log of cfg and replays it into the engine,
+// which New has built but not started: no other goroutine touches the
+// shards yet. Records apply as written; then entries due at the engine's
+// now are removed (Recovery.Due), every shard's version counter resumes at
+// Recovery.MaxVersion, and if the engine is over MaxBytes (evictions a
+// crash did not let reach the log) it evicts, logging the evictions.
+func (e *Engine) openLog(cfg Durability) error {
+	if !cfg.enabled() {
+		return nil
+	}
+	start := time.Now()
+	d := &durable{cfg: cfg, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	acfg := aof.Config{Dir: cfg.Dir, FS: cfg.fs, Sync: aof.SyncPolicy(0), SyncInterval: cfg.SyncInterval, TruncateCorrupt: cfg.TruncateCorrupt}
+	switch cfg.Sync {
+	case SyncAlways:
+		acfg.Sync = aof.SyncAlways
+	case SyncNo:
+		acfg.Sync = aof.SyncNo
+	default:
+		acfg.Sync = aof.SyncEverySecond
+	}
+	l, rep, err := aof.Open(acfg, e.now(), e.replay)
+	if err != nil {
+		switch {
+		case errors.Is(err, aof.ErrCorrupt):
+			return fmt.Errorf("%w: %w", ErrLogCorrupt, err)
+		case errors.Is(err, aof.ErrLocked):
+			return fmt.Errorf("%w: %w", ErrLogLocked, err)
+		}
+		return fmt.Errorf("tide: log open: %w", err)
+	}
+	if e.b != nil {
+		e.b.used.Store(e.b.resident.Load())
+	}
+	d.log = l
+	d.rep = Recovery{
+		Records: rep.Records, Files: rep.Files, Due: rep.Due, TornBytes: rep.TornBytes,
+		DiscardedBytes: rep.DiscardedBytes, MaxVersion: rep.MaxVersion,
+	}
+	if rep.Corruption != nil {
+		d.rep.Corruption = fmt.Errorf("%w: %w", ErrLogCorrupt, rep.Corruption)
+	}
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.log.dur = d
+		s.version, s.log.reserved = rep.MaxVersion, rep.MaxVersion
+		// Replay counted its removals and writes: the counters start
+		// from zero, as in a fresh engine.
+		s.writes, s.expired, s.evicted, s.deleted, s.replaced = 0, 0, 0, 0, 0
+		s.maybeShrinkLocked()
+		d.rep.Entries += s.live
+	}
+	e.dur = d
+	if e.b != nil && e.b.used.Load() > e.b.max {
+		n, err := e.evictToFit()
+		d.rep.Evicted = n
+		d.rep.Entries -= n
+		if err != nil {
+			e.closeLog()
+			return err
+		}
+	}
+	d.rep.Duration = time.Since(start)
+	if cfg.RewritePercent != NoAutoRewrite {
+		d.wg.Add(1)
+		go e.rewriteLoop()
+	}
+	return nil
+}
+
+// evictToFit evicts entries until the engine is under MaxBytes, logging
+// the evictions. It fails with ErrOutOfMemory if the entries that may not
+// be evicted exceed the cap.
+func (e *Engine) evictToFit() (int, error) {
+	n := 0
+	now := e.now()
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.Lock()
+		for e.b.used.Load() > e.b.max && s.pol != nil && s.evictb > 0 && s.evictOneLocked(now, nil) {
+			n++
+		}
+		s.maybeShrinkLocked()
+		var err error
+		if len(s.log.pending) > 0 {
+			r := aof.Record{Op: aof.OpBatch, Batch: s.log.pending}
+			if err = e.dur.log.Append(&r); err == nil {
+				s.log.pending = s.log.pending[:0]
+			}
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return n, logErr(err)
+		}
+	}
+	if e.b.used.Load() > e.b.max {
+		return n, fmt.Errorf("%w: the log holds %d bytes that may not be evicted, MaxBytes is %d", ErrOutOfMemory, e.b.used.Load(), e.b.max)
+	}
+	return n, nil
+}
+
+// replay applies one record of the log. It runs before the engine starts
+// (single goroutine); it takes the shard lock all the same, for the
+// invariants the helpers assume.
+func (e *Engine) replay(r *aof.Record) error {
+	switch r.Op {
+	case aof.OpSet:
+		e.replaySet(r)
+	case aof.OpRemove:
+		e.replayRemove(r)
+	case aof.OpMeta:
+		e.replayMeta(r)
+	case aof.OpBatch:
+		for i := range r.Batch {
+			if err := e.replay(&r.Batch[i]); err != nil {
+				return err
+			}
+		}
+	case aof.OpVersions:
+		// Recovery.MaxVersion covers it.
+	}
+	return nil
+}
+
+// replaySet stores the record's entry exactly: value, version, deadline
+// and pinning. Resident bytes are accounted; openLog sets the budget's
+// used bytes from them after the replay (evictToFit settles an excess).
+func (e *Engine) replaySet(r *aof.Record) {
+	s, h := e.shardFor(r.Key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.putLocked(r, h)
+}
+
+// putLocked stores r (an OpSet) exactly as recorded, keeping the shard's
+// counter at least r.Version. The caller accounts the budget's used bytes.
+func (s *shard) putLocked(r *aof.Record, h uint64) {
+	slot, found := s.findLocked(r.Key, h)
+	s.applyWriteLocked(r.Key, h, slot, found, r.Value, r.Deadline, r.Pinned, nil)
+	slot, _ = s.findLocked(r.Key, h)
+	en := s.at(slot)
+	en.setVersion(r.Version)
+	s.version = max(s.version, r.Version) // openLog sets every counter to MaxVersion
+	if !r.Pinned && en.flags()&flagPinned != 0 {
+		en.setFlags(en.flags() &^ flagPinned)
+		s.syncPolicyLocked(en, h, en.size(), false)
+	}
+}
+
+func (e *Engine) replayRemove(r *aof.Record) {
+	s, h := e.shardFor(r.Key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, ok := s.findLocked(r.Key, h)
+	if !ok || r.Version != aof.NoVersion && s.at(slot).version() != r.Version {
+		return
+	}
+	cause := CauseDeleted
+	switch r.Cause {
+	case aof.CauseExpired:
+		cause = CauseExpired
+	case aof.CauseEvicted:
+		cause = CauseEvicted
+	}
+	s.removeLocked(slot, h, cause, nil)
+}
+
+func (e *Engine) replayMeta(r *aof.Record) {
+	s, h := e.shardFor(r.Key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, ok := s.findLocked(r.Key, h)
+	if !ok {
+		return
+	}
+	en := s.at(slot)
+	size := en.size()
+	s.setDeadlineLocked(en, r.Deadline)
+	if r.Pinned {
+		en.setFlags(en.flags() | flagPinned)
+	} else {
+		en.setFlags(en.flags() &^ flagPinned)
+	}
+	s.syncPolicyLocked(en, h, size, false)
+}

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/tidekv/tide/internal/aof"
+)
+
+// Snapshot writes the engine's live entries (value, version, deadline,
+// pinning) and version counters to w in tide's snapshot format: a
+// checksummed stream ending in a marker with the entry count, so that
+// Restore detects a snapshot cut short or damaged. It works with any
+// io.Writer (a file, an object store upload); w is written sequentially,
+// so wrap a file in a bufio.Writer and flush and sync it after.
+//
+// The snapshot is taken shard by shard, a batch of entries at a time under
+// the shard's read lock, while writes continue: it is consistent per key
+// (each entry as it was at some instant), not a point in time across keys
+// (use a Commit to change keys that must be seen together). Entries due
+// when their shard is read are left out. It returns the number of entries
+// written.
+func (e *Engine) Snapshot(w io.Writer) (int, error) {
+	if e.closed.Load() {
+		return 0, ErrClosed
+	}
+	return aof.WriteSnapshot(w, source{e})
+}
+
+// Restore reads a snapshot written by Snapshot and stores its entries,
+// each with its version, deadline and pinning; entries due at the engine's
+// now are skipped, keys the snapshot does not hold are left as they are,
+// and every shard's version counter rises above the snapshot's highest
+// version, so versions handed out later are new. Restore it into a fresh
+// engine: an entry keeps the snapshot's version, which a caller of this
+// engine may hold for another value of the key.
+//
+// The whole snapshot is read and verified before anything is stored (it
+// is held in memory meanwhile): a snapshot that is damaged or cut short
+// is ErrLogCorrupt and restores nothing. Storing then writes each entry
+// (logged first, with a log) and may stop at ErrOutOfMemory (an entry
+// that does not fit under MaxBytes; Restore evicts nothing),
+// ErrTooLarge, ErrKeyTooLarge, ErrLogWrite, ErrLogFailed or ErrClosed,
+// after the entries before it were stored. It returns the number of
+// entries stored.
+func (e *Engine) Restore(r io.Reader) (int, error) {
+	if e.closed.Load() {
+		return 0, ErrClosed
+	}
+	var recs []aof.Record
+	var maxV uint64
+	err := aof.ReadSnapshot(r, func(rec *aof.Record) error {
+		switch rec.Op {
+		case aof.OpVersions:
+			for _, v := range rec.Versions {
+				maxV = max(maxV, v)
+			}
+		case aof.OpSet:
+			// The record aliases the reader's buffer: copy its value.
+			c := *rec
+			c.Value = append([]byte(nil), rec.Value...)
+			recs = append(recs, c)
+			maxV = max(maxV, rec.Version)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, aof.ErrCorrupt) {
+			return 0, fmt.Errorf("%w: snapshot: %w", ErrLogCorrupt, err)
+		}
+		return 0, fmt.Errorf("tide: restore: %w", err)
+	}
+	// Raise every counter first, so that no write made during the restore
+	// takes a version the snapshot holds.
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.Lock()
+		s.version = max(s.version, maxV)
+		s.mu.Unlock()
+	}
+	n := 0
+	for i := range recs {
+		if err := e.restoreOne(&recs[i]); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// restoreOne stores a snapshot entry exactly as recorded, logging it
+// first. An entry due now is skipped.
+func (e *Engine) restoreOne(r *aof.Record) error {
+	if err := e.checkKey(r.Key); err != nil {
+		return err
+	}
+	s, h := e.shardFor(r.Key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	now := e.now()
+	if r.Deadline != 0 && r.Deadline <= now {
+		return nil
+	}
+	if err := s.b.checkSize(len(r.Key), len(r.Value)); err != nil {
+		return err
+	}
+	slot, found := s.lookupLocked(r.Key, h, now, nil)
+	var old int64
+	if found {
+		old = s.at(slot).size()
+	}
+	grow := int64(len(r.Key)) + int64(len(r.Value)) + EntryOverhead - old
+	var rm room
+	if s.b != nil && grow > 0 && !s.b.has(&rm, grow) {
+		return fmt.Errorf("%w: restoring %q", ErrOutOfMemory, r.Key)
+	}
+	if s.log.dur != nil {
+		if err := s.appendLocked(*r); err != nil {
+			s.b.release(&rm)
+			return err
+		}
+	}
+	if s.b != nil && grow < 0 {
+		s.b.used.Add(grow)
+	}
+	s.putLocked(r, h)
+	return nil
+}
