@@ -35,9 +35,10 @@
 //	                  (never "forever"; details in the table below).
 //	key length        a key longer than Config.MaxKeySize is ErrKeyTooLarge on every call
 //	                  that returns an error (Set*, CompareAndSwap, counters, Commit,
-//	                  Expire, ExpireAt, GetAndExpire); a call without an error result
-//	                  (Get, AppendGet, GetItem, TTL, Delete, CompareAndDelete,
-//	                  GetAndDelete, Persist, Pin) reports a miss: no such key can exist.
+//	                  Expire, ExpireAt, GetAndExpire, Persist, Pin, DeleteWith); a call
+//	                  without an error result (Get, AppendGet, GetItem, TTL, Delete,
+//	                  CompareAndDelete, GetAndDelete) reports a miss: no such key can
+//	                  exist.
 //	closed engine     ErrClosed on every call that returns an error. Calls without an error
 //	                  result report a miss or false, All and Items yield nothing,
 //	                  RunExpiryCycle removes nothing, Len and Stats count no entries, and
