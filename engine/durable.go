@@ -322,11 +322,8 @@ type DeleteOptions struct {
 // failed: ErrKeyTooLarge, ErrClosed, or ErrLogWrite or ErrLogFailed if its
 // record could not be logged (the key is then unchanged).
 func (e *Engine) DeleteWith(key string, o DeleteOptions) (value []byte, deleted bool, err error) {
-	if err := e.checkKey(key); err != nil {
+	if err := e.checkCall(key); err != nil {
 		return nil, false, err
-	}
-	if e.closed.Load() {
-		return nil, false, ErrClosed
 	}
 	return e.remove(key, o.IfVersion, o.Load)
 }

@@ -311,6 +311,18 @@ func (e *Engine) checkKey(key string) error {
 	return nil
 }
 
+// checkCall is the contract's error order for a call on key that takes no
+// other argument to check: an over-long key, then a closed engine.
+func (e *Engine) checkCall(key string) error {
+	if err := e.checkKey(key); err != nil {
+		return err
+	}
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
 // Len returns the number of resident entries, including due entries that
 // have not been reclaimed yet (Stats.Due counts those).
 func (e *Engine) Len() int {

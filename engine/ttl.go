@@ -43,11 +43,8 @@ func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now 
 	if cond > ExpireConditionLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
 	}
-	if err := e.checkKey(key); err != nil {
+	if err := e.checkCall(key); err != nil {
 		return false, err
-	}
-	if e.closed.Load() {
-		return false, ErrClosed
 	}
 	s, h := e.shardFor(key)
 	var done bool
@@ -127,11 +124,8 @@ func deadlineAfter(now int64, ttl time.Duration) (int64, error) {
 // key is ErrKeyTooLarge; with a durability log, a change whose record
 // cannot be logged is not made and the error says why.
 func (e *Engine) Persist(key string) (bool, error) {
-	if err := e.checkKey(key); err != nil {
+	if err := e.checkCall(key); err != nil {
 		return false, err
-	}
-	if e.closed.Load() {
-		return false, ErrClosed
 	}
 	s, h := e.shardFor(key)
 	var done bool
@@ -156,11 +150,8 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	if ttl <= 0 {
 		return Item{}, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
 	}
-	if err := e.checkKey(key); err != nil {
+	if err := e.checkCall(key); err != nil {
 		return Item{}, false, err
-	}
-	if e.closed.Load() {
-		return Item{}, false, ErrClosed
 	}
 	s, h := e.shardFor(key)
 	var it Item
@@ -194,11 +185,8 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 // key exists. An over-long key is ErrKeyTooLarge; with a durability log, a
 // change whose record cannot be logged is not made and the error says why.
 func (e *Engine) Pin(key string, pinned bool) (bool, error) {
-	if err := e.checkKey(key); err != nil {
+	if err := e.checkCall(key); err != nil {
 		return false, err
-	}
-	if e.closed.Load() {
-		return false, ErrClosed
 	}
 	s, h := e.shardFor(key)
 	var ok bool

@@ -239,11 +239,8 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 func (e *Engine) CompareAndSwap(key string, old uint64, value []byte) (version uint64, swapped bool, err error) {
 	if old == MustBeAbsent {
 		// Matches no key; the argument and closed rules still apply.
-		if err := e.checkKey(key); err != nil {
+		if err := e.checkCall(key); err != nil {
 			return 0, false, err
-		}
-		if e.closed.Load() {
-			return 0, false, ErrClosed
 		}
 		return 0, false, nil
 	}
