@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/usecases/httpmw"
@@ -44,6 +45,10 @@ type MiddlewareConfig struct {
 	// duplicate runs the handler itself as any retry would. 0 (the
 	// default) does not wait: 409 at once. At most the Store's Lease.
 	WaitInProgress time.Duration
+	// MaxWaiting bounds how many duplicates may wait at once in this
+	// middleware (each holds its goroutine and asks the store about four
+	// times a second); one more is answered 409 at once. 0 means 1024.
+	MaxWaiting int
 	// Options customise refusals (400, 409, 413, 422, 500, 503) and report
 	// what a response cannot tell: a completion or release that did not
 	// reach the store after the handler ran (the record stays in progress
@@ -67,6 +72,8 @@ func (cfg *MiddlewareConfig) validate() error {
 		return fmt.Errorf("%w: MiddlewareConfig.Scope is nil (keys of different callers would collide)", ErrInvalidConfig)
 	case cfg.MaxBody < 0 || cfg.MaxBody > MaxBodyLimit:
 		return fmt.Errorf("%w: MiddlewareConfig.MaxBody = %d, want 0..%d", ErrInvalidConfig, cfg.MaxBody, MaxBodyLimit)
+	case cfg.MaxWaiting < 0:
+		return fmt.Errorf("%w: MiddlewareConfig.MaxWaiting = %d, want ≥ 0", ErrInvalidConfig, cfg.MaxWaiting)
 	case cfg.WaitInProgress < 0 || cfg.WaitInProgress > cfg.Store.cfg.Lease:
 		return fmt.Errorf("%w: MiddlewareConfig.WaitInProgress = %v, want 0..%v (the Store's Lease)", ErrInvalidConfig, cfg.WaitInProgress, cfg.Store.cfg.Lease)
 	}
@@ -75,6 +82,9 @@ func (cfg *MiddlewareConfig) validate() error {
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 1 << 20
+	}
+	if cfg.MaxWaiting == 0 {
+		cfg.MaxWaiting = 1024
 	}
 	return nil
 }
@@ -145,10 +155,11 @@ func NewMiddleware(cfg MiddlewareConfig) (func(http.Handler) http.Handler, error
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return func(next http.Handler) http.Handler { return middleware(cfg, next) }, nil
+	waiting := new(atomic.Int64) // duplicates waiting, shared by every handler it wraps
+	return func(next http.Handler) http.Handler { return middleware(cfg, waiting, next) }, nil
 }
 
-func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
+func middleware(cfg MiddlewareConfig, waiting *atomic.Int64, next http.Handler) http.Handler {
 	required, maxBody, opts := cfg.Required, cfg.MaxBody, cfg.Options
 	refuse := func(w http.ResponseWriter, r *http.Request, status int, msg string, err error) {
 		opts.Respond(w, r, httpmw.Problem{Status: status, Message: msg, Err: err})
@@ -196,7 +207,10 @@ func middleware(cfg MiddlewareConfig, next http.Handler) http.Handler {
 			return
 		}
 		if c.State == InProgress && cfg.WaitInProgress > 0 {
-			c, err = waitOutcome(r.Context(), cfg.Store, k, fp, c, cfg.WaitInProgress)
+			if waiting.Add(1) <= int64(cfg.MaxWaiting) { // else: too many waiting, 409 at once
+				c, err = waitOutcome(r.Context(), cfg.Store, k, fp, c, cfg.WaitInProgress)
+			}
+			waiting.Add(-1)
 			switch {
 			case errors.Is(err, ErrMismatch):
 				refuse(w, r, http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request", err)

@@ -131,3 +131,56 @@ func TestWaitInProgressValidated(t *testing.T) {
 		}
 	}
 }
+
+// Waiting duplicates are bounded: with MaxWaiting 1, a second duplicate
+// that arrives while one already waits is answered 409 at once instead of
+// holding another goroutine that polls the store.
+func TestWaitingDuplicatesAreBounded(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	wb := &watched{Backend: b, duplicate: make(chan struct{})}
+	s, _ := idempotency.New(idempotency.Config{Backend: wb, Lease: 30 * time.Second})
+	mw, err := idempotency.NewMiddleware(idempotency.MiddlewareConfig{Store: s, Scope: func(*http.Request) string { return "acct" },
+		WaitInProgress: 20 * time.Second, MaxWaiting: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, entered := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int64
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	send := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/charge", strings.NewReader("10"))
+		req.Header.Set("Idempotency-Key", "k1")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	first, waiter := make(chan *httptest.ResponseRecorder), make(chan *httptest.ResponseRecorder)
+	go func() { first <- send() }()
+	<-entered
+	go func() { waiter <- send() }()
+	// The waiter has asked twice: it is inside its wait.
+	for wb.inProgress.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	third := make(chan *httptest.ResponseRecorder)
+	go func() { third <- send() }()
+	select {
+	case rec := <-third:
+		if rec.Code != http.StatusConflict {
+			t.Errorf("third request while one waits: status %d, want 409", rec.Code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("third request waited although MaxWaiting = 1")
+	}
+	close(release)
+	<-first
+	if rec := <-waiter; rec.Code != http.StatusCreated {
+		t.Errorf("the waiting duplicate: status %d, want the replayed 201", rec.Code)
+	}
+}
