@@ -78,7 +78,7 @@ type harness struct {
 	e        *engine.Engine
 	clk      *clock.Manual
 	shards   int
-	capShard int64 // per-shard cap; 0 = none
+	maxBytes int64 // the engine-wide cap (Config.MaxBytes); 0 = none
 	pol      evict.Spec
 	budget   int // expiry cycle count budget; 0 = default
 
@@ -122,7 +122,7 @@ func newHarness(t testing.TB, r *in) *harness {
 	}
 	h.e = e
 	e.Stats() // the engine reads the clock: its time starts at start
-	h.capShard = maxBytes / int64(h.shards)
+	h.maxBytes = maxBytes
 	h.keys = []string{"", "a", "b", "c", "n", "key-5", "0123456789abcdef", "0123456789abcdefX"}
 	h.logf("config shards=%d maxBytes=%d policy=%s budget=%d", h.shards, maxBytes, h.pol.Name, h.budget)
 	return h
@@ -169,8 +169,8 @@ func (h *harness) evictable(m *ment) bool {
 
 // unknownRoom reports whether the model cannot predict ErrOutOfMemory
 // exactly (several capped shards: the model does not know the key→shard
-// map).
-func (h *harness) unknownRoom() bool { return h.capShard > 0 && h.shards > 1 }
+// map, which decides where due entries are reclaimed first).
+func (h *harness) unknownRoom() bool { return h.maxBytes > 0 && h.shards > 1 }
 
 // roomErr predicts whether the engine finds room for need more bytes when
 // the keys in fixed are being written or deleted (never evicted) and the
@@ -178,7 +178,7 @@ func (h *harness) unknownRoom() bool { return h.capShard > 0 && h.shards > 1 }
 // ErrOutOfMemory or nil; with several capped shards it returns nil and the
 // caller must accept either outcome.
 func (h *harness) roomErr(need int64, fixed, touched []string) error {
-	if h.capShard == 0 || h.shards > 1 {
+	if h.maxBytes == 0 || h.shards > 1 {
 		return nil
 	}
 	var base, nondue, pinned int64
@@ -198,16 +198,18 @@ func (h *harness) roomErr(need int64, fixed, touched []string) error {
 		}
 	}
 	switch {
-	case base+need <= h.capShard, nondue+need <= h.capShard:
+	case base+need <= h.maxBytes, nondue+need <= h.maxBytes:
 		return nil
-	case h.pol.New == nil, pinned+need > h.capShard:
+	case h.pol.New == nil, pinned+need > h.maxBytes:
 		return engine.ErrOutOfMemory
 	}
 	return nil
 }
 
+// tooLarge reports whether the engine can never store k and v: over the
+// whole engine's cap (MaxBytes is one budget, whatever the shard count).
 func (h *harness) tooLarge(k string, v []byte) bool {
-	return h.capShard > 0 && size(k, v) > h.capShard
+	return h.maxBytes > 0 && size(k, v) > h.maxBytes
 }
 
 // opCtx says which removals the current operation may cause.
@@ -310,8 +312,8 @@ func (h *harness) verify() {
 		if n := h.e.Len(); n != len(h.res) {
 			h.failf("Len %d, model %d", n, len(h.res))
 		}
-		if h.capShard > 0 && st.Bytes > h.capShard*int64(h.shards) {
-			h.failf("accounted bytes %d over the cap %d", st.Bytes, h.capShard*int64(h.shards))
+		if h.maxBytes > 0 && st.Bytes > h.maxBytes {
+			h.failf("accounted bytes %d over the cap %d", st.Bytes, h.maxBytes)
 		}
 	}
 	now := h.now()
