@@ -191,6 +191,19 @@ func (s *shard) reserveVersionsLocked(n uint64) error {
 	return nil
 }
 
+// raiseVersionLocked raises the shard's counter to at least v, first
+// reserving the versions up to it durably if the shard logs.
+func (s *shard) raiseVersionLocked(v uint64) error {
+	if v <= s.version {
+		return nil
+	}
+	if err := s.reserveVersionsLocked(v - s.version); err != nil {
+		return err
+	}
+	s.version = v
+	return nil
+}
+
 // appendLocked appends recs (with the shard's pending evictions before
 // them) as one record: an OpBatch if there is more than one.
 func (s *shard) appendLocked(recs ...aof.Record) error {

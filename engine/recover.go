@@ -37,7 +37,7 @@ func (e *Engine) openLog(cfg Durability) error {
 		case errors.Is(err, aof.ErrLocked):
 			return fmt.Errorf("%w: %w", ErrLogLocked, err)
 		}
-		return fmt.Errorf("tide: log open: %w", err)
+		return fmt.Errorf("%w: %w", ErrLogOpen, err)
 	}
 	if e.b != nil {
 		e.b.used.Store(e.b.resident.Load())
@@ -79,34 +79,46 @@ func (e *Engine) openLog(cfg Durability) error {
 }
 
 // evictToFit evicts entries until the engine is under MaxBytes, logging
-// the evictions. It fails with ErrOutOfMemory if the entries that may not
-// be evicted exceed the cap.
+// the evictions. It takes the shards in rounds, each shard evicting its
+// policy's victims until it has given back its share of the excess, so
+// that the cut falls on every shard's least valuable entries rather than
+// on whole shards. It fails with ErrOutOfMemory if the entries that may
+// not be evicted exceed the cap.
 func (e *Engine) evictToFit() (int, error) {
 	n := 0
 	now := e.now()
-	for i := range e.shards {
-		s := &e.shards[i]
-		s.mu.Lock()
-		for e.b.used.Load() > e.b.max && s.pol != nil && s.evictb > 0 && s.evictOneLocked(now, nil) {
-			n++
+	for {
+		excess := e.b.used.Load() - e.b.max
+		if excess <= 0 {
+			return n, nil
 		}
-		s.maybeShrinkLocked()
-		var err error
-		if len(s.log.pending) > 0 {
-			r := aof.Record{Op: aof.OpBatch, Batch: s.log.pending}
-			if err = e.dur.log.Append(&r); err == nil {
-				s.log.pending = s.log.pending[:0]
+		share := excess/int64(len(e.shards)) + 1
+		progress := false
+		for i := range e.shards {
+			s := &e.shards[i]
+			s.mu.Lock()
+			target := e.b.used.Load() - share
+			for e.b.used.Load() > max(target, e.b.max) && s.pol != nil && s.evictb > 0 && s.evictOneLocked(now, nil) {
+				n++
+				progress = true
+			}
+			s.maybeShrinkLocked()
+			var err error
+			if len(s.log.pending) > 0 {
+				r := aof.Record{Op: aof.OpBatch, Batch: s.log.pending}
+				if err = e.dur.log.Append(&r); err == nil {
+					s.log.pending = s.log.pending[:0]
+				}
+			}
+			s.mu.Unlock()
+			if err != nil {
+				return n, logErr(err)
 			}
 		}
-		s.mu.Unlock()
-		if err != nil {
-			return n, logErr(err)
+		if !progress {
+			return n, fmt.Errorf("%w: the log holds %d bytes that may not be evicted, MaxBytes is %d", ErrOutOfMemory, e.b.used.Load(), e.b.max)
 		}
 	}
-	if e.b.used.Load() > e.b.max {
-		return n, fmt.Errorf("%w: the log holds %d bytes that may not be evicted, MaxBytes is %d", ErrOutOfMemory, e.b.used.Load(), e.b.max)
-	}
-	return n, nil
 }
 
 // replay applies one record of the log. It runs before the engine starts
