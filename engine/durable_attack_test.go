@@ -420,3 +420,39 @@ func TestRestoreRacingRewriteAndWritersLosesNothing(t *testing.T) {
 		t.Fatalf("after restart:\n%s", d)
 	}
 }
+
+// TestRestoreOverAPinnedKeyTakesTheSnapshotsPinning guards Restore's
+// "exactly as recorded": an unpinned snapshot entry written over a pinned
+// key leaves it unpinned (and evictable), in memory and after a restart.
+func TestRestoreOverAPinnedKeyTakesTheSnapshotsPinning(t *testing.T) {
+	clk := clock.NewManual(t0)
+	src, _ := newTest(t, Config{Clock: clk})
+	src.Set("k", []byte("snap"))
+	var buf bytes.Buffer
+	if _, err := src.Snapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := Config{MaxBytes: 1 << 20, Policy: evict.AllKeysLRU}
+	e := mustOpenDurable(t, nil, dir, clk, cfg)
+	if _, _, err := e.SetWith("k", []byte("pinned"), SetOptions{TTL: NoTTL, Pin: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for round, eng := range []*Engine{e, nil} {
+		if eng == nil {
+			e.Close()
+			eng = mustOpenDurable(t, nil, dir, clk, cfg)
+			defer eng.Close()
+		}
+		it, ok := eng.GetItem("k")
+		if !ok || it.Pinned || string(it.Value) != "snap" {
+			t.Fatalf("round %d: %+v %v, want the snapshot's unpinned value", round, it, ok)
+		}
+		if err := eng.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

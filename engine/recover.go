@@ -156,16 +156,21 @@ func (e *Engine) replaySet(r *aof.Record) {
 
 // putLocked stores r (an OpSet) exactly as recorded, keeping the shard's
 // counter at least r.Version. The caller accounts the budget's used bytes.
+// It looks the key up once: applyWriteLocked gives the entry the counter's
+// next version, so the counter is set just below r.Version for the call.
 func (s *shard) putLocked(r *aof.Record, h uint64) {
 	slot, found := s.findLocked(r.Key, h)
+	counter := s.version
+	s.version = r.Version - 1
 	s.applyWriteLocked(r.Key, h, slot, found, r.Value, r.Deadline, r.Pinned, nil)
-	slot, _ = s.findLocked(r.Key, h)
-	en := s.at(slot)
-	en.setVersion(r.Version)
-	s.version = max(s.version, r.Version) // openLog sets every counter to MaxVersion
-	if !r.Pinned && en.flags()&flagPinned != 0 {
-		en.setFlags(en.flags() &^ flagPinned)
-		s.syncPolicyLocked(en, h, en.size(), false)
+	s.version = max(counter, r.Version) // openLog sets every counter to MaxVersion
+	if found && !r.Pinned {
+		// applyWriteLocked keeps a pinned entry pinned; a new entry has
+		// only the pinning it was given.
+		if en := s.at(slot); en.flags()&flagPinned != 0 {
+			en.setFlags(en.flags() &^ flagPinned)
+			s.syncPolicyLocked(en, h, en.size(), false)
+		}
 	}
 }
 
