@@ -76,7 +76,8 @@ const versionBlock = 1 << 20
 // docs/DURABILITY.md for the contract per policy.
 type Durability struct {
 	// Dir is the log's directory, created (mode 0700) if missing. Empty
-	// means no log. One engine at a time may use a directory (ErrLogLocked).
+	// means no log. One engine at a time may use a directory (ErrLogLocked);
+	// one New cannot open (a file, not creatable) is ErrLogOpen.
 	Dir string
 	// Sync is the fsync policy; the zero value is SyncEverySecond.
 	Sync SyncPolicy
