@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,7 +275,8 @@ func (s *shard) flushEvictedLocked() {
 
 // logCommitLocked logs a commit as one OpBatch: the pending evictions of
 // its shards, then its ops in the order commitLocked applies them (order),
-// with the versions that order gives. plan returns where op i lands.
+// with the versions that order gives, fsynced before it returns if an op
+// asks for Sync. plan returns where op i lands.
 func (e *Engine) logCommitLocked(ops []Op, hashes []uint64, order []int, plan func(i int) (s *shard, slot uint32, found bool, deadline int64)) error {
 	if e.dur == nil {
 		return nil
@@ -313,7 +315,12 @@ func (e *Engine) logCommitLocked(ops []Op, hashes []uint64, order []int, plan fu
 	if len(batch) == 0 {
 		return nil
 	}
-	if err := e.dur.log.Append(&aof.Record{Op: aof.OpBatch, Batch: batch}); err != nil {
+	r := &aof.Record{Op: aof.OpBatch, Batch: batch}
+	appendRecord := e.dur.log.Append
+	if slices.ContainsFunc(ops, func(op Op) bool { return op.Sync }) {
+		appendRecord = e.dur.log.AppendSync
+	}
+	if err := appendRecord(r); err != nil {
 		return logErr(err)
 	}
 	for _, i := range shards {

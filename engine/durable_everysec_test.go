@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,5 +105,53 @@ func TestEverySecondOSCrashLosesOnlyTheUnsyncedTail(t *testing.T) {
 			}
 		}
 		e2.Close()
+	}
+}
+
+// TestCommitSyncIsDurableUnderEveryPolicy guards Op.Sync: a commit with
+// it survives an OS crash under SyncEverySecond and SyncNo (with every
+// write before it), and a failed fsync fails it with ErrLogFailed and
+// nothing in memory.
+func TestCommitSyncIsDurableUnderEveryPolicy(t *testing.T) {
+	for _, p := range []SyncPolicy{SyncEverySecond, SyncNo} {
+		t.Run(p.String(), func(t *testing.T) {
+			clk := clock.NewManual(t0)
+			cfg := Config{Shards: 4, Durability: Durability{Sync: p, SyncInterval: time.Hour}}
+			for seed := range uint64(10) {
+				fs := faultfs.New()
+				e := mustOpenDurable(t, fs, "", clk, cfg)
+				before, err := e.Set("before", []byte("x"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				vs, ok, err := e.Commit(nil, []Op{{Key: "a", Value: []byte("1"), TTL: NoTTL, Sync: true}, {Key: "b", Value: []byte("2"), TTL: NoTTL}})
+				if err != nil || !ok {
+					t.Fatalf("Commit: %v %v", ok, err)
+				}
+				e2 := mustOpenDurable(t, fs.Crash(seed), "", clk, cfg)
+				for k, v := range map[string]uint64{"before": before, "a": vs[0], "b": vs[1]} {
+					if it, ok := e2.GetItem(k); !ok || it.Version != v {
+						t.Fatalf("seed %d: %q = %+v, %v after an OS crash; want version %d", seed, k, it, ok, v)
+					}
+				}
+				e2.Close()
+				e.Close()
+			}
+			fs := faultfs.New()
+			e := mustOpenDurable(t, fs, "", clk, cfg)
+			defer e.Close()
+			fs.SetHook(func(op faultfs.Op, name string) *faultfs.Fault {
+				if op == faultfs.OpSync {
+					return &faultfs.Fault{Err: syscall.EIO}
+				}
+				return nil
+			})
+			if _, _, err := e.Commit(nil, []Op{{Key: "a", Value: []byte("1"), TTL: NoTTL, Sync: true}}); !errors.Is(err, ErrLogFailed) {
+				t.Fatalf("Commit with a failed fsync: %v, want ErrLogFailed", err)
+			}
+			if e.Len() != 0 {
+				t.Fatal("a commit whose fsync failed changed memory")
+			}
+		})
 	}
 }
