@@ -456,3 +456,34 @@ func TestRestoreOverAPinnedKeyTakesTheSnapshotsPinning(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveryThatCannotFitChangesNothing guards a restart with a cap
+// smaller than the entries that may not be evicted: New fails with
+// ErrOutOfMemory and leaves the log as it was (it does not evict what it
+// can first), so a restart with the old cap gets every entry back.
+func TestRecoveryThatCannotFitChangesNothing(t *testing.T) {
+	clk := clock.NewManual(t0)
+	dir := t.TempDir()
+	e := mustOpenDurable(t, nil, dir, clk, Config{Shards: 2})
+	for i := range 10 {
+		if _, _, err := e.SetWith(fmt.Sprintf("pinned%04d", i), []byte("x"), SetOptions{TTL: NoTTL, Pin: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 50 {
+		if _, err := e.Set(fmt.Sprintf("plain%05d", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := dump(e)
+	e.Close()
+	small := Config{Shards: 2, MaxBytes: 5 * (EntryOverhead + 11), Policy: evict.AllKeysLRU}
+	if _, err := openDurable(t, nil, dir, clk, small); !errors.Is(err, ErrOutOfMemory) {
+		t.Fatalf("New with a cap below the pinned entries: %v, want ErrOutOfMemory", err)
+	}
+	e2 := mustOpenDurable(t, nil, dir, clk, Config{Shards: 2})
+	defer e2.Close()
+	if d := diffDumps(want, dump(e2)); d != "" {
+		t.Fatalf("a failed recovery changed the log:\n%s", d)
+	}
+}

@@ -82,9 +82,14 @@ func (e *Engine) openLog(cfg Durability) error {
 // the evictions. It takes the shards in rounds, each shard evicting its
 // policy's victims until it has given back its share of the excess, so
 // that the cut falls on every shard's least valuable entries rather than
-// on whole shards. It fails with ErrOutOfMemory if the entries that may
-// not be evicted exceed the cap.
+// on whole shards. It fails with ErrOutOfMemory, before evicting anything,
+// if the entries that may not be evicted exceed the cap.
 func (e *Engine) evictToFit() (int, error) {
+	if fixed := e.b.used.Load() - e.b.evictable.Load(); fixed > e.b.max {
+		// Checked first, so that a recovery that cannot succeed does not
+		// evict (and log the evictions of) what it could.
+		return 0, fmt.Errorf("%w: the log holds %d bytes that may not be evicted, MaxBytes is %d", ErrOutOfMemory, fixed, e.b.max)
+	}
 	n := 0
 	now := e.now()
 	for {
