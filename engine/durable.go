@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,7 +77,8 @@ const versionBlock = 1 << 20
 // docs/DURABILITY.md for the contract per policy.
 type Durability struct {
 	// Dir is the log's directory, created (mode 0700) if missing. Empty
-	// means no log. One engine at a time may use a directory (ErrLogLocked).
+	// means no log. One engine at a time may use a directory (ErrLogLocked);
+	// one New cannot open (a file, not creatable) is ErrLogOpen.
 	Dir string
 	// Sync is the fsync policy; the zero value is SyncEverySecond.
 	Sync SyncPolicy
@@ -191,6 +193,19 @@ func (s *shard) reserveVersionsLocked(n uint64) error {
 	return nil
 }
 
+// raiseVersionLocked raises the shard's counter to at least v, first
+// reserving the versions up to it durably if the shard logs.
+func (s *shard) raiseVersionLocked(v uint64) error {
+	if v <= s.version {
+		return nil
+	}
+	if err := s.reserveVersionsLocked(v - s.version); err != nil {
+		return err
+	}
+	s.version = v
+	return nil
+}
+
 // appendLocked appends recs (with the shard's pending evictions before
 // them) as one record: an OpBatch if there is more than one.
 func (s *shard) appendLocked(recs ...aof.Record) error {
@@ -260,7 +275,8 @@ func (s *shard) flushEvictedLocked() {
 
 // logCommitLocked logs a commit as one OpBatch: the pending evictions of
 // its shards, then its ops in the order commitLocked applies them (order),
-// with the versions that order gives. plan returns where op i lands.
+// with the versions that order gives, fsynced before it returns if an op
+// asks for Sync. plan returns where op i lands.
 func (e *Engine) logCommitLocked(ops []Op, hashes []uint64, order []int, plan func(i int) (s *shard, slot uint32, found bool, deadline int64)) error {
 	if e.dur == nil {
 		return nil
@@ -299,7 +315,12 @@ func (e *Engine) logCommitLocked(ops []Op, hashes []uint64, order []int, plan fu
 	if len(batch) == 0 {
 		return nil
 	}
-	if err := e.dur.log.Append(&aof.Record{Op: aof.OpBatch, Batch: batch}); err != nil {
+	r := &aof.Record{Op: aof.OpBatch, Batch: batch}
+	appendRecord := e.dur.log.Append
+	if slices.ContainsFunc(ops, func(op Op) bool { return op.Sync }) {
+		appendRecord = e.dur.log.AppendSync
+	}
+	if err := appendRecord(r); err != nil {
 		return logErr(err)
 	}
 	for _, i := range shards {

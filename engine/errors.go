@@ -55,6 +55,10 @@ var (
 	// ErrLogLocked reports a log directory another engine (in this or
 	// another process) has open.
 	ErrLogLocked = errors.New("tide: log directory in use")
+	// ErrLogOpen reports a log directory New could not open or replay for
+	// a reason other than corruption or a lock (Dir is a file, cannot be
+	// created, an I/O error): the wrapping error carries the cause.
+	ErrLogOpen = errors.New("tide: log open failed")
 	// ErrNoLog reports a log operation (Rewrite) on an engine without
 	// Durability.Dir.
 	ErrNoLog = errors.New("tide: no log configured")

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/tidekv/tide/internal/aof"
+
 // ShardIndex returns the index of the shard that holds key. The placement
 // depends on the engine's secret hash seed, so tests that need keys in a
 // given shard pick them with this rather than with a hash of their own.
@@ -7,3 +9,7 @@ func (e *Engine) ShardIndex(key string) int {
 	_, h := e.shardFor(key)
 	return int(h & e.mask)
 }
+
+// SetLogFS makes d log to fsys (a faultfs.FS in tests) instead of a
+// directory, for tests outside package engine that inject log faults.
+func SetLogFS(d *Durability, fsys aof.FS) { d.fs = fsys }

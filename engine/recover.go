@@ -37,7 +37,7 @@ func (e *Engine) openLog(cfg Durability) error {
 		case errors.Is(err, aof.ErrLocked):
 			return fmt.Errorf("%w: %w", ErrLogLocked, err)
 		}
-		return fmt.Errorf("tide: log open: %w", err)
+		return fmt.Errorf("%w: %w", ErrLogOpen, err)
 	}
 	if e.b != nil {
 		e.b.used.Store(e.b.resident.Load())
@@ -79,34 +79,51 @@ func (e *Engine) openLog(cfg Durability) error {
 }
 
 // evictToFit evicts entries until the engine is under MaxBytes, logging
-// the evictions. It fails with ErrOutOfMemory if the entries that may not
-// be evicted exceed the cap.
+// the evictions. It takes the shards in rounds, each shard evicting its
+// policy's victims until it has given back its share of the excess, so
+// that the cut falls on every shard's least valuable entries rather than
+// on whole shards. It fails with ErrOutOfMemory, before evicting anything,
+// if the entries that may not be evicted exceed the cap.
 func (e *Engine) evictToFit() (int, error) {
+	if fixed := e.b.used.Load() - e.b.evictable.Load(); fixed > e.b.max {
+		// Checked first, so that a recovery that cannot succeed does not
+		// evict (and log the evictions of) what it could.
+		return 0, fmt.Errorf("%w: the log holds %d bytes that may not be evicted, MaxBytes is %d", ErrOutOfMemory, fixed, e.b.max)
+	}
 	n := 0
 	now := e.now()
-	for i := range e.shards {
-		s := &e.shards[i]
-		s.mu.Lock()
-		for e.b.used.Load() > e.b.max && s.pol != nil && s.evictb > 0 && s.evictOneLocked(now, nil) {
-			n++
+	for {
+		excess := e.b.used.Load() - e.b.max
+		if excess <= 0 {
+			return n, nil
 		}
-		s.maybeShrinkLocked()
-		var err error
-		if len(s.log.pending) > 0 {
-			r := aof.Record{Op: aof.OpBatch, Batch: s.log.pending}
-			if err = e.dur.log.Append(&r); err == nil {
-				s.log.pending = s.log.pending[:0]
+		share := excess/int64(len(e.shards)) + 1
+		progress := false
+		for i := range e.shards {
+			s := &e.shards[i]
+			s.mu.Lock()
+			target := e.b.used.Load() - share
+			for e.b.used.Load() > max(target, e.b.max) && s.pol != nil && s.evictb > 0 && s.evictOneLocked(now, nil) {
+				n++
+				progress = true
+			}
+			s.maybeShrinkLocked()
+			var err error
+			if len(s.log.pending) > 0 {
+				r := aof.Record{Op: aof.OpBatch, Batch: s.log.pending}
+				if err = e.dur.log.Append(&r); err == nil {
+					s.log.pending = s.log.pending[:0]
+				}
+			}
+			s.mu.Unlock()
+			if err != nil {
+				return n, logErr(err)
 			}
 		}
-		s.mu.Unlock()
-		if err != nil {
-			return n, logErr(err)
+		if !progress {
+			return n, fmt.Errorf("%w: the log holds %d bytes that may not be evicted, MaxBytes is %d", ErrOutOfMemory, e.b.used.Load(), e.b.max)
 		}
 	}
-	if e.b.used.Load() > e.b.max {
-		return n, fmt.Errorf("%w: the log holds %d bytes that may not be evicted, MaxBytes is %d", ErrOutOfMemory, e.b.used.Load(), e.b.max)
-	}
-	return n, nil
 }
 
 // replay applies one record of the log. It runs before the engine starts
@@ -144,16 +161,21 @@ func (e *Engine) replaySet(r *aof.Record) {
 
 // putLocked stores r (an OpSet) exactly as recorded, keeping the shard's
 // counter at least r.Version. The caller accounts the budget's used bytes.
+// It looks the key up once: applyWriteLocked gives the entry the counter's
+// next version, so the counter is set just below r.Version for the call.
 func (s *shard) putLocked(r *aof.Record, h uint64) {
 	slot, found := s.findLocked(r.Key, h)
+	counter := s.version
+	s.version = r.Version - 1
 	s.applyWriteLocked(r.Key, h, slot, found, r.Value, r.Deadline, r.Pinned, nil)
-	slot, _ = s.findLocked(r.Key, h)
-	en := s.at(slot)
-	en.setVersion(r.Version)
-	s.version = max(s.version, r.Version) // openLog sets every counter to MaxVersion
-	if !r.Pinned && en.flags()&flagPinned != 0 {
-		en.setFlags(en.flags() &^ flagPinned)
-		s.syncPolicyLocked(en, h, en.size(), false)
+	s.version = max(counter, r.Version) // openLog sets every counter to MaxVersion
+	if found && !r.Pinned {
+		// applyWriteLocked keeps a pinned entry pinned; a new entry has
+		// only the pinning it was given.
+		if en := s.at(slot); en.flags()&flagPinned != 0 {
+			en.setFlags(en.flags() &^ flagPinned)
+			s.syncPolicyLocked(en, h, en.size(), false)
+		}
 	}
 }
 

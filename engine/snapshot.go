@@ -32,9 +32,11 @@ func (e *Engine) Snapshot(w io.Writer) (int, error) {
 // each with its version, deadline and pinning; entries due at the engine's
 // now are skipped, keys the snapshot does not hold are left as they are,
 // and every shard's version counter rises above the snapshot's highest
-// version, so versions handed out later are new. Restore it into a fresh
-// engine: an entry keeps the snapshot's version, which a caller of this
-// engine may hold for another value of the key.
+// version (durably, with a log), so versions handed out later are new.
+// An entry keeps the snapshot's version only if it is above every version
+// its shard handed out before the Restore (always, in a fresh engine);
+// otherwise it gets a new one, so that no caller holding a version of this
+// engine matches a restored entry.
 //
 // The whole snapshot is read and verified before anything is stored (it
 // is held in memory meanwhile): a snapshot that is damaged or cut short
@@ -71,17 +73,26 @@ func (e *Engine) Restore(r io.Reader) (int, error) {
 		}
 		return 0, fmt.Errorf("tide: restore: %w", err)
 	}
-	// Raise every counter first, so that no write made during the restore
-	// takes a version the snapshot holds.
+	// Raise every counter first (durably, with a log), so that no write
+	// made during the restore, nor after a crash that loses the restored
+	// entries' records, takes a version the snapshot holds. floors keeps
+	// what each shard had handed out before: a snapshot entry at or below
+	// it takes a new version instead of its own, as a caller of this engine
+	// may hold that number for another value of the key.
+	floors := make([]uint64, len(e.shards))
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.mu.Lock()
-		s.version = max(s.version, maxV)
+		floors[i] = s.version
+		err := s.raiseVersionLocked(maxV)
 		s.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
 	}
 	n := 0
 	for i := range recs {
-		if err := e.restoreOne(&recs[i]); err != nil {
+		if err := e.restoreOne(&recs[i], floors); err != nil {
 			return n, err
 		}
 		n++
@@ -89,9 +100,11 @@ func (e *Engine) Restore(r io.Reader) (int, error) {
 	return n, nil
 }
 
-// restoreOne stores a snapshot entry exactly as recorded, logging it
-// first. An entry due now is skipped.
-func (e *Engine) restoreOne(r *aof.Record) error {
+// restoreOne stores a snapshot entry as recorded, logging it first: with
+// its version if that is above floors[shard] (what the shard handed out
+// before the Restore), else with the shard's next version. An entry due
+// now is skipped.
+func (e *Engine) restoreOne(r *aof.Record, floors []uint64) error {
 	if err := e.checkKey(r.Key); err != nil {
 		return err
 	}
@@ -100,6 +113,14 @@ func (e *Engine) restoreOne(r *aof.Record) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if r.Version <= floors[h&e.mask] {
+		if err := s.reserveVersionsLocked(1); err != nil {
+			return err
+		}
+		c := *r
+		c.Version = s.version + 1
+		r = &c
 	}
 	now := e.now()
 	if r.Deadline != 0 && r.Deadline <= now {

@@ -34,6 +34,12 @@ type Op struct {
 	IfVersion uint64
 	// Pin is as SetOptions.Pin; a Delete ignores it.
 	Pin bool
+	// Sync, on any op of a commit, makes Commit return only once the
+	// commit's record is durable (fsynced), whatever Durability.Sync says:
+	// for a write that must survive an OS crash under SyncEverySecond or
+	// SyncNo, such as a lease's fencing counter. It costs one fsync (shared
+	// with concurrent writers); without a log it does nothing.
+	Sync bool
 }
 
 // options returns op's write options.

@@ -29,12 +29,12 @@
 // memory pressure.
 //
 // The embedded engine with a durability log (engine.Config.Durability)
-// keeps the counter across restarts, so tokens stay monotonic without a
-// Floor: with engine.SyncAlways nothing acknowledged is lost even by an OS
-// crash; with SyncEverySecond or SyncNo a process crash loses nothing but
-// an OS crash or power loss may lose the last acknowledged increments (see
-// docs/DURABILITY.md), so keep a Floor there if tokens must never repeat
-// even then.
+// keeps the counter across restarts and crashes, so tokens stay monotonic
+// without a Floor under every fsync policy: the acquisition that raises
+// the counter is fsynced before Acquire returns (engine.Op.Sync) even
+// under SyncEverySecond or SyncNo, whose other writes an OS crash or power
+// loss may lose (see docs/DURABILITY.md). Each Acquire then costs one
+// fsync, shared with concurrent writers.
 //
 // Across a restart of a non-durable store (the embedded engine without a
 // log loses its data with the process), set Config.Floor: the next token is

@@ -3,7 +3,10 @@
 // reclamation and expiry cost (each heap measurement one process per
 // peer), then the tables and charts; and the capped configurations: the
 // speed comparison (cmd/speed, results/speed.md) and their memory
-// overhead with the exact-capacity check (results/memory-capped.json).
+// overhead with the exact-capacity check (results/memory-capped.json);
+// and the durability log's costs (write throughput per fsync policy,
+// recovery time and heap, writer stall during a rewrite:
+// results/durability.txt, figures in docs/DURABILITY.md).
 //
 //	go run ./cmd/runall            # full run, 35-75 minutes; writes results/, charts/, README.md
 //	go run ./cmd/runall -quick     # CI smoke: every workload at toy sizes, under 2 minutes; writes to a temp dir
@@ -28,7 +31,7 @@ func main() {
 	rounds := flag.Int("rounds", 2, "interleaved throughput repetitions")
 	benchtime := flag.String("benchtime", "400ms", "go test -benchtime per throughput benchmark")
 	cpu := flag.String("cpu", "1,2", "go test -cpu list")
-	skip := flag.String("skip", "", "comma-separated steps to skip: throughput,memory,gc,expiry,cost,capped,speed,report")
+	skip := flag.String("skip", "", "comma-separated steps to skip: throughput,memory,gc,expiry,cost,capped,speed,durability,report")
 	flag.Parse()
 
 	res, charts, readme := "results", "charts", "README.md"
@@ -83,6 +86,16 @@ func main() {
 			args = append(args, "-quick")
 		}
 		run(os.Stdout, "go", args...)
+	}
+	if !skipped("durability") {
+		f, err := os.Create(filepath.Join(res, "durability.txt"))
+		check(err)
+		bt, n := "3x", "1000000"
+		if *quick {
+			bt, n = "1x", "20000"
+		}
+		run(io.MultiWriter(f, os.Stdout), "go", "test", "-run", "^$", "-bench", "^BenchmarkDurable", "-benchtime", bt, "-timeout", "1h", ".", "-args", "-keys", n)
+		f.Close()
 	}
 	if !skipped("report") {
 		args := []string{"run", "./cmd/report", "-results", res, "-charts", charts, "-out", filepath.Join(res, "REPORT.md")}

@@ -60,7 +60,9 @@ func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
 			t := max(uint64(fence)+1, d.MinToken)
 			pre := []engine.Precondition{{Key: d.Key}, {Key: d.FenceKey, Version: fit.Version}}
 			ops := []engine.Op{
-				{Key: d.FenceKey, Value: strconv.AppendUint(nil, t, 10), Pin: true, TTL: engine.NoTTL},
+				// Sync: a token handed out survives an OS crash under
+				// every fsync policy of a durable engine.
+				{Key: d.FenceKey, Value: strconv.AppendUint(nil, t, 10), Pin: true, TTL: engine.NoTTL, Sync: true},
 				{Key: d.Key, Value: encodeLease(d.Holder, t), TTL: d.TTL, Pin: true},
 			}
 			_, won, err = b.e.Commit(pre, ops)
