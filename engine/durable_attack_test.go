@@ -487,3 +487,35 @@ func TestRecoveryThatCannotFitChangesNothing(t *testing.T) {
 		t.Fatalf("a failed recovery changed the log:\n%s", d)
 	}
 }
+
+// TestRestoreDeliversItsRemovals guards OnRemove's "every removal" for
+// Restore into a used engine: a key it overwrites is reported replaced
+// (with the value it had), a due key it finds is reported expired, as a
+// Set would report them.
+func TestRestoreDeliversItsRemovals(t *testing.T) {
+	clk := clock.NewManual(t0)
+	src, _ := newTest(t, Config{Clock: clk})
+	src.Set("k", []byte("new"))
+	src.Set("due", []byte("new"))
+	var buf bytes.Buffer
+	if _, err := src.Snapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var got []Removal
+	e, _ := newTest(t, Config{Clock: clk, OnRemove: func(r Removal) { got = append(got, r) }})
+	e.Set("k", []byte("old"))
+	e.SetTTL("due", []byte("old"), time.Second)
+	clk.Advance(2 * time.Second)
+	if _, err := e.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Cause{"k": CauseReplaced, "due": CauseExpired}
+	if len(got) != len(want) {
+		t.Fatalf("removals %+v, want %v", got, want)
+	}
+	for _, r := range got {
+		if want[r.Key] != r.Cause || string(r.Value) != "old" {
+			t.Fatalf("removal %+v, want %v of the old value", r, want[r.Key])
+		}
+	}
+}

@@ -156,18 +156,19 @@ func (e *Engine) replaySet(r *aof.Record) {
 	s, h := e.shardFor(r.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.putLocked(r, h)
+	s.putLocked(r, h, nil)
 }
 
 // putLocked stores r (an OpSet) exactly as recorded, keeping the shard's
-// counter at least r.Version. The caller accounts the budget's used bytes.
+// counter at least r.Version, and records the value it replaces in ev
+// (nil: none). The caller accounts the budget's used bytes.
 // It looks the key up once: applyWriteLocked gives the entry the counter's
 // next version, so the counter is set just below r.Version for the call.
-func (s *shard) putLocked(r *aof.Record, h uint64) {
+func (s *shard) putLocked(r *aof.Record, h uint64, ev *[]Removal) {
 	slot, found := s.findLocked(r.Key, h)
 	counter := s.version
 	s.version = r.Version - 1
-	s.applyWriteLocked(r.Key, h, slot, found, r.Value, r.Deadline, r.Pinned, nil)
+	s.applyWriteLocked(r.Key, h, slot, found, r.Value, r.Deadline, r.Pinned, ev)
 	s.version = max(counter, r.Version) // openLog sets every counter to MaxVersion
 	if found && !r.Pinned {
 		// applyWriteLocked keeps a pinned entry pinned; a new entry has
