@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -517,5 +518,22 @@ func TestRestoreDeliversItsRemovals(t *testing.T) {
 		if want[r.Key] != r.Cause || string(r.Value) != "old" {
 			t.Fatalf("removal %+v, want %v of the old value", r, want[r.Key])
 		}
+	}
+}
+
+// TestDurableUnwritableDirIsErrLogOpen guards the error of a directory
+// the process may not write (simulated: the tests may run as root, which
+// file modes do not stop): New fails with ErrLogOpen carrying the cause.
+func TestDurableUnwritableDirIsErrLogOpen(t *testing.T) {
+	fs := faultfs.New()
+	fs.SetHook(func(op faultfs.Op, name string) *faultfs.Fault {
+		if op == faultfs.OpCreate {
+			return &faultfs.Fault{Err: syscall.EACCES}
+		}
+		return nil
+	})
+	_, err := openDurable(t, fs, "", clock.NewManual(t0), Config{})
+	if !errors.Is(err, ErrLogOpen) || !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("New on an unwritable directory: %v, want ErrLogOpen wrapping EACCES", err)
 	}
 }
