@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tidekv/tide/clock"
 	"github.com/tidekv/tide/evict"
+	"github.com/tidekv/tide/internal/aof"
 	"github.com/tidekv/tide/internal/aof/faultfs"
 )
 
@@ -535,5 +537,64 @@ func TestDurableUnwritableDirIsErrLogOpen(t *testing.T) {
 	_, err := openDurable(t, fs, "", clock.NewManual(t0), Config{})
 	if !errors.Is(err, ErrLogOpen) || !errors.Is(err, syscall.EACCES) {
 		t.Fatalf("New on an unwritable directory: %v, want ErrLogOpen wrapping EACCES", err)
+	}
+}
+
+// fixedSource is an aof.Source of given records, for crafted snapshots.
+type fixedSource struct {
+	versions []uint64
+	recs     []aof.Record
+}
+
+func (f fixedSource) Versions() []uint64 { return f.versions }
+
+func (f fixedSource) Records(emit func(*aof.Record) error) error {
+	for i := range f.recs {
+		if err := emit(&f.recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestVersionsAtTheLimitAreRefused guards versions against a snapshot or
+// a log crafted (or damaged past its checksums) to carry a version near
+// the top of uint64: taking it would wrap the counter to 0 (AnyVersion,
+// MustBeAbsent) and reuse every version. Restore refuses the snapshot
+// with ErrLogCorrupt and stores nothing; New refuses the log.
+func TestVersionsAtTheLimitAreRefused(t *testing.T) {
+	clk := clock.NewManual(t0)
+	for _, v := range []uint64{math.MaxUint64, math.MaxUint64 - 1, math.MaxUint64 - versionBlock} {
+		for _, viaCounter := range []bool{false, true} {
+			src := fixedSource{versions: []uint64{1}, recs: []aof.Record{{Op: aof.OpSet, Key: "k", Value: []byte("x"), Version: 1}}}
+			if viaCounter {
+				src.versions[0] = v
+			} else {
+				src.recs[0].Version = v
+			}
+			var buf bytes.Buffer
+			if _, err := aof.WriteSnapshot(&buf, src); err != nil {
+				t.Fatal(err)
+			}
+			e, _ := newTest(t, Config{Clock: clk})
+			if n, err := e.Restore(&buf); !errors.Is(err, ErrLogCorrupt) || n != 0 || e.Len() != 0 {
+				t.Fatalf("version %d (counter %v): Restore = %d, %v, Len %d; want ErrLogCorrupt and nothing", v, viaCounter, n, err, e.Len())
+			}
+			if ver, err := e.Set("after", []byte("x")); err != nil || ver == AnyVersion {
+				t.Fatalf("Set after a refused Restore: version %d, %v", ver, err)
+			}
+		}
+		fs := faultfs.New()
+		l, _, err := aof.Open(aof.Config{FS: fs, Sync: aof.SyncAlways}, 0, func(*aof.Record) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(&aof.Record{Op: aof.OpSet, Key: "k", Value: []byte("x"), Version: v}); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		if _, err := openDurable(t, fs, "", clk, Config{}); !errors.Is(err, ErrLogCorrupt) {
+			t.Fatalf("version %d in the log: New = %v, want ErrLogCorrupt", v, err)
+		}
 	}
 }

@@ -39,6 +39,10 @@ func (e *Engine) openLog(cfg Durability) error {
 		}
 		return fmt.Errorf("%w: %w", ErrLogOpen, err)
 	}
+	if rep.MaxVersion > versionLimit {
+		l.Close()
+		return fmt.Errorf("%w: version %d above the limit %d", ErrLogCorrupt, rep.MaxVersion, uint64(versionLimit))
+	}
 	if e.b != nil {
 		e.b.used.Store(e.b.resident.Load())
 	}

@@ -40,8 +40,9 @@ func (e *Engine) Snapshot(w io.Writer) (int, error) {
 // Config.OnRemove the values it replaces and the due entries it finds.
 //
 // The whole snapshot is read and verified before anything is stored (it
-// is held in memory meanwhile): a snapshot that is damaged or cut short
-// is ErrLogCorrupt and restores nothing. Storing then writes each entry
+// is held in memory meanwhile): a snapshot that is damaged or cut short,
+// or carries a version above 2^62 (no engine hands one out; taking it
+// could wrap the counters), is ErrLogCorrupt and restores nothing. Storing then writes each entry
 // (logged first, with a log) and may stop at ErrOutOfMemory (an entry
 // that does not fit under MaxBytes; Restore evicts nothing),
 // ErrTooLarge, ErrKeyTooLarge, ErrLogWrite, ErrLogFailed or ErrClosed,
@@ -73,6 +74,9 @@ func (e *Engine) Restore(r io.Reader) (int, error) {
 			return 0, fmt.Errorf("%w: snapshot: %w", ErrLogCorrupt, err)
 		}
 		return 0, fmt.Errorf("tide: restore: %w", err)
+	}
+	if maxV > versionLimit {
+		return 0, fmt.Errorf("%w: snapshot: version %d above the limit %d", ErrLogCorrupt, maxV, uint64(versionLimit))
 	}
 	// Raise every counter first (durably, with a log), so that no write
 	// made during the restore, nor after a crash that loses the restored
