@@ -598,3 +598,26 @@ func TestVersionsAtTheLimitAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveryRefusesAKeyOverMaxKeySize guards a restart with a smaller
+// MaxKeySize than the log's keys: New fails with ErrKeyTooLarge instead
+// of storing a key no call can read or delete (they refuse keys over the
+// limit), and the log is left for a restart with the old limit.
+func TestRecoveryRefusesAKeyOverMaxKeySize(t *testing.T) {
+	clk := clock.NewManual(t0)
+	dir := t.TempDir()
+	long := string(bytes.Repeat([]byte{'k'}, 200))
+	e := mustOpenDurable(t, nil, dir, clk, Config{})
+	if _, _, err := e.SetWith(long, []byte("x"), SetOptions{TTL: NoTTL, Pin: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if _, err := openDurable(t, nil, dir, clk, Config{MaxKeySize: 100}); !errors.Is(err, ErrKeyTooLarge) {
+		t.Fatalf("New with MaxKeySize below a logged key: %v, want ErrKeyTooLarge", err)
+	}
+	e2 := mustOpenDurable(t, nil, dir, clk, Config{})
+	defer e2.Close()
+	if _, ok := e2.Get(long); !ok {
+		t.Fatal("the key was lost")
+	}
+}

@@ -136,7 +136,7 @@ func (e *Engine) evictToFit() (int, error) {
 func (e *Engine) replay(r *aof.Record) error {
 	switch r.Op {
 	case aof.OpSet:
-		e.replaySet(r)
+		return e.replaySet(r)
 	case aof.OpRemove:
 		e.replayRemove(r)
 	case aof.OpMeta:
@@ -156,11 +156,26 @@ func (e *Engine) replay(r *aof.Record) error {
 // replaySet stores the record's entry exactly: value, version, deadline
 // and pinning. Resident bytes are accounted; openLog sets the budget's
 // used bytes from them after the replay (evictToFit settles an excess).
-func (e *Engine) replaySet(r *aof.Record) {
+// An entry this engine could not have stored — a key over MaxKeySize
+// (lowered since the log was written), an entry over MaxEntrySize, a
+// shard arena past its limit (fewer shards than before) — fails the
+// recovery with the error the write would have had: stored anyway, the
+// key could never be read or deleted, or the arena's offsets would wrap.
+func (e *Engine) replaySet(r *aof.Record) error {
+	if len(r.Key) > e.maxKey {
+		return fmt.Errorf("%w: the log holds a key of %d bytes, MaxKeySize is %d", ErrKeyTooLarge, len(r.Key), e.maxKey)
+	}
+	if kv := int64(len(r.Key)) + int64(len(r.Value)); kv > MaxEntrySize {
+		return fmt.Errorf("%w: the log holds an entry of %d bytes, MaxEntrySize is %d", ErrTooLarge, kv, MaxEntrySize)
+	}
 	s, h := e.shardFor(r.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(r.Key)+len(r.Value)) > maxArena {
+		return fmt.Errorf("%w: replaying the log fills a shard's arena (%d bytes); use more shards", ErrOutOfMemory, maxArena)
+	}
 	s.putLocked(r, h, nil)
+	return nil
 }
 
 // putLocked stores r (an OpSet) exactly as recorded, keeping the shard's

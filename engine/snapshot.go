@@ -137,6 +137,9 @@ func (s *shard) restoreLocked(r *aof.Record, h uint64, floor uint64, now int64, 
 	if err := s.b.checkSize(len(r.Key), len(r.Value)); err != nil {
 		return err
 	}
+	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(r.Key)+len(r.Value)) > maxArena {
+		return fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+	}
 	if r.Version <= floor {
 		if err := s.reserveVersionsLocked(1); err != nil {
 			return err
