@@ -42,12 +42,12 @@ func (e *Engine) Snapshot(w io.Writer) (int, error) {
 // The whole snapshot is read and verified before anything is stored (it
 // is held in memory meanwhile): a snapshot that is damaged or cut short,
 // or carries a version above 2^62 (no engine hands one out; taking it
-// could wrap the counters), is ErrLogCorrupt and restores nothing. Storing then writes each entry
-// (logged first, with a log) and may stop at ErrOutOfMemory (an entry
-// that does not fit under MaxBytes; Restore evicts nothing),
-// ErrTooLarge, ErrKeyTooLarge, ErrLogWrite, ErrLogFailed or ErrClosed,
-// after the entries before it were stored. It returns the number of
-// entries stored.
+// could wrap the counters), is ErrLogCorrupt and restores nothing.
+// Storing then writes each entry (logged first, with a log) and may stop
+// at ErrOutOfMemory (an entry that does not fit under MaxBytes; Restore
+// evicts nothing), ErrTooLarge, ErrKeyTooLarge, ErrLogWrite, ErrLogFailed
+// or ErrClosed, after the entries before it were stored. It returns the
+// number of entries stored.
 func (e *Engine) Restore(r io.Reader) (int, error) {
 	if e.closed.Load() {
 		return 0, ErrClosed
