@@ -621,3 +621,38 @@ func TestRecoveryRefusesAKeyOverMaxKeySize(t *testing.T) {
 		t.Fatal("the key was lost")
 	}
 }
+
+// TestAVersionlessSetIsRefusedOrRenumbered guards the version invariant
+// (every entry's version ≥ 1; 0 is AnyVersion and MustBeAbsent) against a
+// crafted set record without a version: New refuses such a log with
+// ErrLogCorrupt; Restore gives such an entry a new version.
+func TestAVersionlessSetIsRefusedOrRenumbered(t *testing.T) {
+	clk := clock.NewManual(t0)
+	fs := faultfs.New()
+	l, _, err := aof.Open(aof.Config{FS: fs, Sync: aof.SyncAlways}, 0, func(*aof.Record) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(&aof.Record{Op: aof.OpSet, Key: "k", Value: []byte("x"), Version: aof.NoVersion}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, err := openDurable(t, fs, "", clk, Config{}); !errors.Is(err, ErrLogCorrupt) {
+		t.Fatalf("a set without a version in the log: New = %v, want ErrLogCorrupt", err)
+	}
+	var buf bytes.Buffer
+	src := fixedSource{versions: []uint64{0}, recs: []aof.Record{{Op: aof.OpSet, Key: "k", Value: []byte("x")}}}
+	if _, err := aof.WriteSnapshot(&buf, src); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newTest(t, Config{Clock: clk})
+	if _, err := e.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if it, ok := e.GetItem("k"); !ok || it.Version == AnyVersion {
+		t.Fatalf("restored %+v, %v: want the entry with a version ≥ 1", it, ok)
+	}
+	if err := e.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

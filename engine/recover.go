@@ -32,6 +32,8 @@ func (e *Engine) openLog(cfg Durability) error {
 	l, rep, err := aof.Open(acfg, e.now(), e.replay)
 	if err != nil {
 		switch {
+		case errors.Is(err, ErrLogCorrupt):
+			return err
 		case errors.Is(err, aof.ErrCorrupt):
 			return fmt.Errorf("%w: %w", ErrLogCorrupt, err)
 		case errors.Is(err, aof.ErrLocked):
@@ -162,6 +164,10 @@ func (e *Engine) replay(r *aof.Record) error {
 // recovery with the error the write would have had: stored anyway, the
 // key could never be read or deleted, or the arena's offsets would wrap.
 func (e *Engine) replaySet(r *aof.Record) error {
+	if r.Version == aof.NoVersion {
+		// No engine writes one: a crafted or miswritten log.
+		return fmt.Errorf("%w: a set of a %d-byte key without a version", ErrLogCorrupt, len(r.Key))
+	}
 	if len(r.Key) > e.maxKey {
 		return fmt.Errorf("%w: the log holds a key of %d bytes, MaxKeySize is %d", ErrKeyTooLarge, len(r.Key), e.maxKey)
 	}
