@@ -61,6 +61,12 @@ const (
 // shard.
 const versionBlock = 1 << 20
 
+// versionLimit is the highest version a log or a snapshot may carry: far
+// above what an engine hands out (2^62 writes), and far enough below 2^64
+// that a counter resumed there never wraps to 0 (AnyVersion,
+// MustBeAbsent) and reuses versions. A higher one is ErrLogCorrupt.
+const versionLimit = 1 << 62
+
 // Durability configures the engine's append-only log. The zero value (no
 // Dir) logs nothing: the engine is purely in memory, and the write path
 // pays one nil check.

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tidekv/tide/clock"
 	"github.com/tidekv/tide/evict"
+	"github.com/tidekv/tide/internal/aof"
 	"github.com/tidekv/tide/internal/aof/faultfs"
 )
 
@@ -485,5 +488,171 @@ func TestRecoveryThatCannotFitChangesNothing(t *testing.T) {
 	defer e2.Close()
 	if d := diffDumps(want, dump(e2)); d != "" {
 		t.Fatalf("a failed recovery changed the log:\n%s", d)
+	}
+}
+
+// TestRestoreDeliversItsRemovals guards OnRemove's "every removal" for
+// Restore into a used engine: a key it overwrites is reported replaced
+// (with the value it had), a due key it finds is reported expired, as a
+// Set would report them.
+func TestRestoreDeliversItsRemovals(t *testing.T) {
+	clk := clock.NewManual(t0)
+	src, _ := newTest(t, Config{Clock: clk})
+	src.Set("k", []byte("new"))
+	src.Set("due", []byte("new"))
+	var buf bytes.Buffer
+	if _, err := src.Snapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var got []Removal
+	e, _ := newTest(t, Config{Clock: clk, OnRemove: func(r Removal) { got = append(got, r) }})
+	e.Set("k", []byte("old"))
+	e.SetTTL("due", []byte("old"), time.Second)
+	clk.Advance(2 * time.Second)
+	if _, err := e.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Cause{"k": CauseReplaced, "due": CauseExpired}
+	if len(got) != len(want) {
+		t.Fatalf("removals %+v, want %v", got, want)
+	}
+	for _, r := range got {
+		if want[r.Key] != r.Cause || string(r.Value) != "old" {
+			t.Fatalf("removal %+v, want %v of the old value", r, want[r.Key])
+		}
+	}
+}
+
+// TestDurableUnwritableDirIsErrLogOpen guards the error of a directory
+// the process may not write (simulated: the tests may run as root, which
+// file modes do not stop): New fails with ErrLogOpen carrying the cause.
+func TestDurableUnwritableDirIsErrLogOpen(t *testing.T) {
+	fs := faultfs.New()
+	fs.SetHook(func(op faultfs.Op, name string) *faultfs.Fault {
+		if op == faultfs.OpCreate {
+			return &faultfs.Fault{Err: syscall.EACCES}
+		}
+		return nil
+	})
+	_, err := openDurable(t, fs, "", clock.NewManual(t0), Config{})
+	if !errors.Is(err, ErrLogOpen) || !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("New on an unwritable directory: %v, want ErrLogOpen wrapping EACCES", err)
+	}
+}
+
+// fixedSource is an aof.Source of given records, for crafted snapshots.
+type fixedSource struct {
+	versions []uint64
+	recs     []aof.Record
+}
+
+func (f fixedSource) Versions() []uint64 { return f.versions }
+
+func (f fixedSource) Records(emit func(*aof.Record) error) error {
+	for i := range f.recs {
+		if err := emit(&f.recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestVersionsAtTheLimitAreRefused guards versions against a snapshot or
+// a log crafted (or damaged past its checksums) to carry a version near
+// the top of uint64: taking it would wrap the counter to 0 (AnyVersion,
+// MustBeAbsent) and reuse every version. Restore refuses the snapshot
+// with ErrLogCorrupt and stores nothing; New refuses the log.
+func TestVersionsAtTheLimitAreRefused(t *testing.T) {
+	clk := clock.NewManual(t0)
+	for _, v := range []uint64{math.MaxUint64, math.MaxUint64 - 1, math.MaxUint64 - versionBlock} {
+		for _, viaCounter := range []bool{false, true} {
+			src := fixedSource{versions: []uint64{1}, recs: []aof.Record{{Op: aof.OpSet, Key: "k", Value: []byte("x"), Version: 1}}}
+			if viaCounter {
+				src.versions[0] = v
+			} else {
+				src.recs[0].Version = v
+			}
+			var buf bytes.Buffer
+			if _, err := aof.WriteSnapshot(&buf, src); err != nil {
+				t.Fatal(err)
+			}
+			e, _ := newTest(t, Config{Clock: clk})
+			if n, err := e.Restore(&buf); !errors.Is(err, ErrLogCorrupt) || n != 0 || e.Len() != 0 {
+				t.Fatalf("version %d (counter %v): Restore = %d, %v, Len %d; want ErrLogCorrupt and nothing", v, viaCounter, n, err, e.Len())
+			}
+			if ver, err := e.Set("after", []byte("x")); err != nil || ver == AnyVersion {
+				t.Fatalf("Set after a refused Restore: version %d, %v", ver, err)
+			}
+		}
+		fs := faultfs.New()
+		l, _, err := aof.Open(aof.Config{FS: fs, Sync: aof.SyncAlways}, 0, func(*aof.Record) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(&aof.Record{Op: aof.OpSet, Key: "k", Value: []byte("x"), Version: v}); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		if _, err := openDurable(t, fs, "", clk, Config{}); !errors.Is(err, ErrLogCorrupt) {
+			t.Fatalf("version %d in the log: New = %v, want ErrLogCorrupt", v, err)
+		}
+	}
+}
+
+// TestRecoveryRefusesAKeyOverMaxKeySize guards a restart with a smaller
+// MaxKeySize than the log's keys: New fails with ErrKeyTooLarge instead
+// of storing a key no call can read or delete (they refuse keys over the
+// limit), and the log is left for a restart with the old limit.
+func TestRecoveryRefusesAKeyOverMaxKeySize(t *testing.T) {
+	clk := clock.NewManual(t0)
+	dir := t.TempDir()
+	long := string(bytes.Repeat([]byte{'k'}, 200))
+	e := mustOpenDurable(t, nil, dir, clk, Config{})
+	if _, _, err := e.SetWith(long, []byte("x"), SetOptions{TTL: NoTTL, Pin: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if _, err := openDurable(t, nil, dir, clk, Config{MaxKeySize: 100}); !errors.Is(err, ErrKeyTooLarge) {
+		t.Fatalf("New with MaxKeySize below a logged key: %v, want ErrKeyTooLarge", err)
+	}
+	e2 := mustOpenDurable(t, nil, dir, clk, Config{})
+	defer e2.Close()
+	if _, ok := e2.Get(long); !ok {
+		t.Fatal("the key was lost")
+	}
+}
+
+// TestAVersionlessSetIsRefusedOrRenumbered guards the version invariant
+// (every entry's version ≥ 1; 0 is AnyVersion and MustBeAbsent) against a
+// crafted set record without a version: New refuses such a log with
+// ErrLogCorrupt; Restore gives such an entry a new version.
+func TestAVersionlessSetIsRefusedOrRenumbered(t *testing.T) {
+	clk := clock.NewManual(t0)
+	fs := faultfs.New()
+	l, _, err := aof.Open(aof.Config{FS: fs, Sync: aof.SyncAlways}, 0, func(*aof.Record) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(&aof.Record{Op: aof.OpSet, Key: "k", Value: []byte("x"), Version: aof.NoVersion}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, err := openDurable(t, fs, "", clk, Config{}); !errors.Is(err, ErrLogCorrupt) {
+		t.Fatalf("a set without a version in the log: New = %v, want ErrLogCorrupt", err)
+	}
+	var buf bytes.Buffer
+	src := fixedSource{versions: []uint64{0}, recs: []aof.Record{{Op: aof.OpSet, Key: "k", Value: []byte("x")}}}
+	if _, err := aof.WriteSnapshot(&buf, src); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newTest(t, Config{Clock: clk})
+	if _, err := e.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if it, ok := e.GetItem("k"); !ok || it.Version == AnyVersion {
+		t.Fatalf("restored %+v, %v: want the entry with a version ≥ 1", it, ok)
+	}
+	if err := e.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

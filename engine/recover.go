@@ -32,12 +32,18 @@ func (e *Engine) openLog(cfg Durability) error {
 	l, rep, err := aof.Open(acfg, e.now(), e.replay)
 	if err != nil {
 		switch {
+		case errors.Is(err, ErrLogCorrupt):
+			return err
 		case errors.Is(err, aof.ErrCorrupt):
 			return fmt.Errorf("%w: %w", ErrLogCorrupt, err)
 		case errors.Is(err, aof.ErrLocked):
 			return fmt.Errorf("%w: %w", ErrLogLocked, err)
 		}
 		return fmt.Errorf("%w: %w", ErrLogOpen, err)
+	}
+	if rep.MaxVersion > versionLimit {
+		l.Close()
+		return fmt.Errorf("%w: version %d above the limit %d", ErrLogCorrupt, rep.MaxVersion, uint64(versionLimit))
 	}
 	if e.b != nil {
 		e.b.used.Store(e.b.resident.Load())
@@ -132,7 +138,7 @@ func (e *Engine) evictToFit() (int, error) {
 func (e *Engine) replay(r *aof.Record) error {
 	switch r.Op {
 	case aof.OpSet:
-		e.replaySet(r)
+		return e.replaySet(r)
 	case aof.OpRemove:
 		e.replayRemove(r)
 	case aof.OpMeta:
@@ -152,22 +158,42 @@ func (e *Engine) replay(r *aof.Record) error {
 // replaySet stores the record's entry exactly: value, version, deadline
 // and pinning. Resident bytes are accounted; openLog sets the budget's
 // used bytes from them after the replay (evictToFit settles an excess).
-func (e *Engine) replaySet(r *aof.Record) {
+// An entry this engine could not have stored — a key over MaxKeySize
+// (lowered since the log was written), an entry over MaxEntrySize, a
+// shard arena past its limit (fewer shards than before) — fails the
+// recovery with the error the write would have had: stored anyway, the
+// key could never be read or deleted, or the arena's offsets would wrap.
+func (e *Engine) replaySet(r *aof.Record) error {
+	if r.Version == aof.NoVersion {
+		// No engine writes one: a crafted or miswritten log.
+		return fmt.Errorf("%w: a set of a %d-byte key without a version", ErrLogCorrupt, len(r.Key))
+	}
+	if len(r.Key) > e.maxKey {
+		return fmt.Errorf("%w: the log holds a key of %d bytes, MaxKeySize is %d", ErrKeyTooLarge, len(r.Key), e.maxKey)
+	}
+	if kv := int64(len(r.Key)) + int64(len(r.Value)); kv > MaxEntrySize {
+		return fmt.Errorf("%w: the log holds an entry of %d bytes, MaxEntrySize is %d", ErrTooLarge, kv, MaxEntrySize)
+	}
 	s, h := e.shardFor(r.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.putLocked(r, h)
+	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(r.Key)+len(r.Value)) > maxArena {
+		return fmt.Errorf("%w: replaying the log fills a shard's arena (%d bytes); use more shards", ErrOutOfMemory, maxArena)
+	}
+	s.putLocked(r, h, nil)
+	return nil
 }
 
 // putLocked stores r (an OpSet) exactly as recorded, keeping the shard's
-// counter at least r.Version. The caller accounts the budget's used bytes.
+// counter at least r.Version, and records the value it replaces in ev
+// (nil: none). The caller accounts the budget's used bytes.
 // It looks the key up once: applyWriteLocked gives the entry the counter's
 // next version, so the counter is set just below r.Version for the call.
-func (s *shard) putLocked(r *aof.Record, h uint64) {
+func (s *shard) putLocked(r *aof.Record, h uint64, ev *[]Removal) {
 	slot, found := s.findLocked(r.Key, h)
 	counter := s.version
 	s.version = r.Version - 1
-	s.applyWriteLocked(r.Key, h, slot, found, r.Value, r.Deadline, r.Pinned, nil)
+	s.applyWriteLocked(r.Key, h, slot, found, r.Value, r.Deadline, r.Pinned, ev)
 	s.version = max(counter, r.Version) // openLog sets every counter to MaxVersion
 	if found && !r.Pinned {
 		// applyWriteLocked keeps a pinned entry pinned; a new entry has

@@ -56,7 +56,10 @@ func BenchmarkReplaySet(b *testing.B) {
 		return d
 	}
 	best := [2]time.Duration{1 << 62, 1 << 62}
-	puts := [2]func(s *shard, r *aof.Record, h uint64){(*shard).putLocked, (*shard).putLockedTwoLookups}
+	puts := [2]func(s *shard, r *aof.Record, h uint64){
+		func(s *shard, r *aof.Record, h uint64) { s.putLocked(r, h, nil) },
+		(*shard).putLockedTwoLookups,
+	}
 	for i := range b.N {
 		for j := range 2 {
 			k := (i + j) % 2

@@ -36,16 +36,18 @@ func (e *Engine) Snapshot(w io.Writer) (int, error) {
 // An entry keeps the snapshot's version only if it is above every version
 // its shard handed out before the Restore (always, in a fresh engine);
 // otherwise it gets a new one, so that no caller holding a version of this
-// engine matches a restored entry.
+// engine matches a restored entry. As a Set would, it reports to
+// Config.OnRemove the values it replaces and the due entries it finds.
 //
 // The whole snapshot is read and verified before anything is stored (it
-// is held in memory meanwhile): a snapshot that is damaged or cut short
-// is ErrLogCorrupt and restores nothing. Storing then writes each entry
-// (logged first, with a log) and may stop at ErrOutOfMemory (an entry
-// that does not fit under MaxBytes; Restore evicts nothing),
-// ErrTooLarge, ErrKeyTooLarge, ErrLogWrite, ErrLogFailed or ErrClosed,
-// after the entries before it were stored. It returns the number of
-// entries stored.
+// is held in memory meanwhile): a snapshot that is damaged or cut short,
+// or carries a version above 2^62 (no engine hands one out; taking it
+// could wrap the counters), is ErrLogCorrupt and restores nothing.
+// Storing then writes each entry (logged first, with a log) and may stop
+// at ErrOutOfMemory (an entry that does not fit under MaxBytes; Restore
+// evicts nothing), ErrTooLarge, ErrKeyTooLarge, ErrLogWrite, ErrLogFailed
+// or ErrClosed, after the entries before it were stored. It returns the
+// number of entries stored.
 func (e *Engine) Restore(r io.Reader) (int, error) {
 	if e.closed.Load() {
 		return 0, ErrClosed
@@ -72,6 +74,9 @@ func (e *Engine) Restore(r io.Reader) (int, error) {
 			return 0, fmt.Errorf("%w: snapshot: %w", ErrLogCorrupt, err)
 		}
 		return 0, fmt.Errorf("tide: restore: %w", err)
+	}
+	if maxV > versionLimit {
+		return 0, fmt.Errorf("%w: snapshot: version %d above the limit %d", ErrLogCorrupt, maxV, uint64(versionLimit))
 	}
 	// Raise every counter first (durably, with a log), so that no write
 	// made during the restore, nor after a crash that loses the restored
@@ -103,18 +108,39 @@ func (e *Engine) Restore(r io.Reader) (int, error) {
 // restoreOne stores a snapshot entry as recorded, logging it first: with
 // its version if that is above floors[shard] (what the shard handed out
 // before the Restore), else with the shard's next version. An entry due
-// now is skipped.
+// now is skipped. Like every write it reports its removals (a due entry
+// found, the value it replaces) to the listener, with no lock held.
 func (e *Engine) restoreOne(r *aof.Record, floors []uint64) error {
 	if err := e.checkKey(r.Key); err != nil {
 		return err
 	}
 	s, h := e.shardFor(r.Key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	var err error
+	var op locked
+	for op.lock(e, s) {
+		err = s.restoreLocked(r, h, floors[h&e.mask], op.now, &op.r, op.events())
+		err = op.unlock(err)
+	}
+	return err
+}
+
+// restoreLocked is restoreOne under the shard's exclusive lock. It makes
+// no room: a restored entry that does not fit under MaxBytes is
+// ErrOutOfMemory.
+func (s *shard) restoreLocked(r *aof.Record, h uint64, floor uint64, now int64, rm *room, ev *[]Removal) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if r.Version <= floors[h&e.mask] {
+	if r.Deadline != 0 && r.Deadline <= now {
+		return nil
+	}
+	if err := s.b.checkSize(len(r.Key), len(r.Value)); err != nil {
+		return err
+	}
+	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(r.Key)+len(r.Value)) > maxArena {
+		return fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+	}
+	if r.Version <= floor {
 		if err := s.reserveVersionsLocked(1); err != nil {
 			return err
 		}
@@ -122,32 +148,27 @@ func (e *Engine) restoreOne(r *aof.Record, floors []uint64) error {
 		c.Version = s.version + 1
 		r = &c
 	}
-	now := e.now()
-	if r.Deadline != 0 && r.Deadline <= now {
-		return nil
-	}
-	if err := s.b.checkSize(len(r.Key), len(r.Value)); err != nil {
-		return err
-	}
-	slot, found := s.lookupLocked(r.Key, h, now, nil)
+	slot, found := s.lookupLocked(r.Key, h, now, ev)
 	var old int64
 	if found {
 		old = s.at(slot).size()
 	}
 	grow := int64(len(r.Key)) + int64(len(r.Value)) + EntryOverhead - old
-	var rm room
-	if s.b != nil && grow > 0 && !s.b.has(&rm, grow) {
+	if s.b != nil && grow > 0 && !s.b.has(rm, grow) {
 		return fmt.Errorf("%w: restoring %q", ErrOutOfMemory, r.Key)
 	}
 	if s.log.dur != nil {
 		if err := s.appendLocked(*r); err != nil {
-			s.b.release(&rm)
 			return err
 		}
 	}
-	if s.b != nil && grow < 0 {
-		s.b.used.Add(grow)
+	if s.b != nil {
+		if grow > 0 {
+			rm.held -= grow // the entry's new bytes: kept, not given back
+		} else {
+			s.b.used.Add(grow)
+		}
 	}
-	s.putLocked(r, h)
+	s.putLocked(r, h, ev)
 	return nil
 }
