@@ -87,7 +87,7 @@ func TestCloseEndsGoroutines(t *testing.T) {
 	for _, removed := range expiring {
 		select {
 		case <-removed:
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second): // a deadlock bound, generous for a loaded machine
 			t.Fatal("an expiry loop removed nothing in 10 s")
 		}
 	}
@@ -372,7 +372,7 @@ func TestListenerPanics(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a deadlock bound, generous for a loaded machine
 		t.Fatal("engine deadlocked after a listener panic")
 	}
 	if v, _ := e.Get("after"); string(v) != "2" {
@@ -452,7 +452,7 @@ func TestListenerBlocks(t *testing.T) {
 	}()
 	select {
 	case <-ops:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a deadlock bound, generous for a loaded machine
 		t.Fatal("operations blocked behind a blocked listener")
 	}
 	if checkErr != nil {
@@ -550,7 +550,7 @@ func TestListenerCallsEngine(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second): // a deadlock bound, generous for a loaded machine
 		t.Fatal("deadlock with a listener that calls the engine")
 	}
 	if calls.Load() == 0 {
@@ -578,7 +578,7 @@ func TestListenerCallsClose(t *testing.T) {
 	e.SetTTL("k", []byte("v"), time.Millisecond)
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a deadlock bound, generous for a loaded machine
 		t.Fatal("Close called by a listener on the expiry goroutine deadlocks")
 	}
 	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
