@@ -121,6 +121,7 @@ func TestCrashChild(t *testing.T) {
 				case 'X':
 					var v uint64
 					var ok bool
+					var err error // this worker's own: the outer err is the parent's
 					if casV == 0 {
 						v, err = e.Set(p+keys[0], val)
 						ok = true
