@@ -44,7 +44,11 @@ func TestEverySecondOSCrashLosesOnlyTheUnsyncedTail(t *testing.T) {
 			}
 		}
 		syncs := make(chan struct{}, 1)
-		waitSync := func() {
+		// waitSync waits for a background fsync that begins after it is
+		// called. It first writes a marker (acknowledged like any write),
+		// so that the log has something to sync: the background syncer
+		// may already have synced everything before the hook was set.
+		waitSync := func(marker string) {
 			fs.SetHook(func(op faultfs.Op, name string) *faultfs.Fault {
 				if op == faultfs.OpSync {
 					select {
@@ -54,6 +58,7 @@ func TestEverySecondOSCrashLosesOnlyTheUnsyncedTail(t *testing.T) {
 				}
 				return nil
 			})
+			write(marker, 1)
 			select {
 			case <-syncs:
 			case <-time.After(time.Minute): // a failsafe, not a measure
@@ -62,12 +67,12 @@ func TestEverySecondOSCrashLosesOnlyTheUnsyncedTail(t *testing.T) {
 			fs.SetHook(nil)
 		}
 		write("a", 50)
+		durable := len(acked)
 		// This fsync began after every "a" write: once the next one has
 		// begun (fsyncs are serialized) it has finished.
-		waitSync()
-		durable := len(acked)
+		waitSync("am")
 		write("b", 50)
-		waitSync()
+		waitSync("bm")
 		write("c", 50)
 		after := fs.Crash(seed)
 		e.Close()
