@@ -97,6 +97,15 @@ type tinyLFUPolicy struct {
 	step        float64
 	adjust      int64
 	rng         rng
+
+	// Set by Adaptive, which chooses the split itself: fixed turns the
+	// hill climber off, and admitAll admits every window candidate (the
+	// main region is then a plain segmented LRU).
+	fixed      bool
+	admitAll   bool
+	windowFrac float64 // with fixed: the window's share of the maximum
+	// sims, if not nil, is told every reference (hit or write) to a key.
+	sims *miniSims
 }
 
 // newTinyLFU returns an empty W-TinyLFU policy for a shard whose cap is
@@ -116,6 +125,9 @@ func newTinyLFU(shardBytes int64) *tinyLFUPolicy {
 func (p *tinyLFUPolicy) setMaximum(m int64) {
 	p.maximum = m
 	p.windowMax = m - int64(percentMain*float64(m))
+	if p.fixed {
+		p.windowMax = int64(p.windowFrac * float64(m))
+	}
 	p.protMax = int64(percentMainProtected * float64(m-p.windowMax))
 	p.step = -climbStepPercent * float64(m)
 	p.adjust = 0
@@ -144,6 +156,9 @@ func (p *tinyLFUPolicy) onAccess(h Handle) {
 	}
 	p.sk.increment(p.hash[h])
 	p.hits++
+	if p.sims != nil {
+		p.sims.observe(p, p.hash[h])
+	}
 	switch p.seg[h] {
 	case segWindow, segProtected:
 		p.move(h, p.seg[h])
@@ -168,6 +183,9 @@ func (p *tinyLFUPolicy) maintain() {
 }
 
 func (p *tinyLFUPolicy) climb() {
+	if p.fixed {
+		return
+	}
 	if p.maximum <= 0 || p.est <= 0 || p.total < p.maximum/2 {
 		// Not evicting yet: the hit rate says nothing about the split
 		// between window and main.
@@ -258,6 +276,9 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	p.count++
 	p.link(h, segWindow)
 	p.missN++
+	if p.sims != nil {
+		p.sims.observe(p, e.Hash)
+	}
 	if p.total >= p.maximum/2 || len(p.sk.table) > 0 {
 		// Like Caffeine, start counting when the cache is half full, when
 		// the average entry size is known: the capacity in entries is the
@@ -294,6 +315,9 @@ func (p *tinyLFUPolicy) update(h Handle, e Entry) {
 	p.total += d
 	p.hash[h] = e.Hash
 	p.sk.increment(e.Hash)
+	if p.sims != nil {
+		p.sims.observe(p, e.Hash)
+	}
 	p.onAccessOrder(h)
 	p.maintain()
 }
@@ -359,6 +383,9 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 }
 
 func (p *tinyLFUPolicy) admit(candidate, victim uint64) bool {
+	if p.admitAll {
+		return true
+	}
 	cf, vf := p.sk.frequency(candidate), p.sk.frequency(victim)
 	if cf > vf {
 		return true

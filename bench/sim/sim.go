@@ -19,11 +19,27 @@ type Cache interface {
 // Contender names a cache implementation and builds it for a capacity in
 // entries.
 type Contender struct {
-	Name string
-	Tide bool // one of tide's policies
-	Runs int  // runs to average (for nondeterministic peers); 0 means 1
-	New  func(capacity int) Cache
+	Name   string
+	Tide   bool // one of tide's policies
+	Engine bool // a tide policy run through the engine (EngineCache)
+	Oracle bool // not a usable cache (OPT): excluded from "best in row"
+	Runs   int  // runs to average (for nondeterministic peers); 0 means 1
+	New    func(capacity int) Cache
+	// NewTrace, if set, is used instead of New: it builds the cache for
+	// the given trace (an oracle reads ahead).
+	NewTrace func(keys []uint64, capacity int) Cache
 }
+
+// build returns c's cache for keys at capacity entries.
+func (c Contender) build(keys []uint64, capacity int) Cache {
+	if c.NewTrace != nil {
+		return c.NewTrace(keys, capacity)
+	}
+	return c.New(capacity)
+}
+
+// faulter is a Cache that records a contract violation.
+type faulter interface{ Err() error }
 
 // Averaged returns c run n times per cell, the result being the mean.
 func Averaged(c Contender, n int) Contender {
@@ -76,9 +92,14 @@ func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
 		go func() {
 			defer wg.Done()
 			for jb := range jobs {
-				c := cs[jb.j].New(caps[jb.i])
+				c := cs[jb.j].build(keys, caps[jb.i])
 				r := HitRatio(keys, c)
 				c.Close()
+				if f, ok := c.(faulter); ok && f.Err() != nil {
+					// A policy broke its contract: the figure is
+					// meaningless and the bug must be seen.
+					panic(fmt.Sprintf("sim: %s at %d: %v", cs[jb.j].Name, caps[jb.i], f.Err()))
+				}
 				mu.Lock()
 				out[jb.i][jb.j] += r / float64(max(cs[jb.j].Runs, 1))
 				mu.Unlock()
@@ -228,6 +249,9 @@ func (c *PolicyCache) Access(k uint64) bool {
 
 // Close implements Cache.
 func (c *PolicyCache) Close() {}
+
+// Err returns the first contract violation seen, if any.
+func (c *PolicyCache) Err() error { return c.Fault }
 
 // TideContenders are tide's policies as they appear in the table. The
 // volatile-* variants run the same algorithms on the entries that have a TTL;
