@@ -1,73 +1,98 @@
 package evict
 
-import (
-	"fmt"
-	"os"
-)
-
-// Adaptive is W-TinyLFU whose configuration is chosen, and re-chosen as the
-// workload changes, by miniature simulation (Waldspurger et al., "Cache
-// Modeling and Optimization using Miniature Simulations", USENIX ATC 2017;
-// Einziger, Eytan, Friedman and Manes, "Adaptive Software Cache
-// Management", Middleware 2018, which evaluates it for W-TinyLFU).
+// Adaptive is W-TinyLFU whose configuration is chosen, and re-chosen as
+// the workload changes, by miniature simulation (Waldspurger et al.,
+// "Cache Modeling and Optimization using Miniature Simulations", USENIX
+// ATC 2017; Einziger, Eytan, Friedman and Manes, "Adaptive Software Cache
+// Management", Middleware 2018, which evaluates it for W-TinyLFU). It is
+// the recommended policy for caches.
 //
-// The resident entries are managed exactly as by TinyLFU (an LRU admission
-// window in front of a segmented-LRU main region, a count-min sketch
-// deciding admission), except that the window's share and whether the
-// sketch filters admission at all are not tuned by a hill climber but
-// picked from a few fixed configurations: a 1% window with admission
-// (TinyLFU's start, best for frequency-skewed workloads and scans), larger
-// windows with admission, and a segmented LRU without admission (best
-// where recency dominates and frequency misleads, as in S3-FIFO's and
-// 2Q's best cases). Each configuration is simulated on the side by a
-// miniature cache: the keys whose mixed hash falls in a fixed sample (all
-// keys for small caches, else about adaptiveGhost of them in
-// expectation) are fed to one small W-TinyLFU per configuration, holding
-// only hashes, sized to the same fraction of the capacity. Every period
-// the configuration whose miniature cache had the most hits (counts decay
-// by half each period, so old behaviour fades) becomes the real one; the
-// real cache then moves its window boundary, as the hill climber would.
+// Algorithm. The resident entries are managed as by TinyLFU: an LRU
+// admission window in front of a segmented-LRU main region (probation and
+// protected), a count-min sketch of recent frequencies, and a duel at
+// eviction between the window's oldest entry and probation's. What
+// TinyLFU's hill climber tunes (the window's share) is instead picked from
+// a few configurations, and so is the admission rule:
 //
-// Unlike a hill climber, which follows the gradient of one noisy hit
-// rate and stops in local optima (a 1% to 80% window range with the
-// sketch always on cannot reach LRU's hit ratio on traces where frequency
-// is a negative signal), the miniature caches compare the candidates
-// side by side on the same references.
+//   - windows of 1%, 20%, 50% and 80% of the capacity, where the
+//     candidate is admitted if its frequency beats the victim's (1% is
+//     TinyLFU's start: best for frequency-skewed workloads, loops and
+//     scans; larger windows favour recency);
+//   - windows of 20% and 40% where a candidate is admitted if it was
+//     referenced at least twice recently, whatever the victim's count,
+//     and a protected entry whose count decayed below the victim's is
+//     evicted first: S3-FIFO's and 2Q's rule, best where recency
+//     dominates and high counts are a negative signal (the Scarab, P3
+//     and Sprite traces).
 //
-// Concurrency: as TinyLFU (Access and Miss are lossy buffer pushes; all
-// other work happens under the shard write lock).
+// Each configuration runs in a miniature cache on the side: a W-TinyLFU
+// over key hashes only, fed the references (hits and writes) of the keys
+// whose mixed hash falls in a fixed sample, with its capacity scaled by the
+// sampling rate. Caches of up to adaptiveFull entries sample every key
+// (the miniature caches are then exact simulations); larger ones sample
+// about adaptiveFull to adaptiveGhost keys' worth. Scoring starts when the
+// miniature caches are full; every period (about one cache turnover of
+// references) each score is halved and gains the period's hits. A
+// configuration replaces the current one only when its score leads by
+// adaptiveMargin in two evaluations in a row, as switching costs hits:
+// the real cache then moves its window boundary and admission rule, and
+// its contents migrate as it runs.
 //
-// Cost: Access and Miss O(1); a write costs TinyLFU's plus, for a sampled
-// key, one miniature-cache reference per configuration (a map lookup and
-// O(1) list moves each). With the default sample every reference of a
-// cache of up to adaptiveGhost entries is sampled, so its writes and
-// drained reads cost about adaptiveConfigs+1 times TinyLFU's; larger
-// caches sample proportionally fewer keys. Memory: TinyLFU's 25 bytes per
-// entry and sketch, plus the miniature caches: adaptiveConfigs × (about
-// 70 bytes + a sketch word) per sampled entry, at most about adaptiveGhost
-// entries each (roughly 1.3 MB in all per shard at the cap, less for small
-// caches).
+// Unlike a hill climber, which follows one noisy hit rate's gradient and
+// can only move the window (the sketch always filters), the miniature
+// caches compare the candidates side by side on the same references, and
+// include an admission rule that does not trust high counts.
 //
-// The zero value is not usable; build instances with Adaptive.New.
+// Concurrency: as TinyLFU. Access and Miss only push the event into lossy
+// ring buffers (they never block); all other work, the miniature caches'
+// included, runs in Add, Update, Remove and Victim under the shard write
+// lock.
+//
+// Cost: Access and Miss O(1). Add, Update, Remove and Victim cost
+// TinyLFU's, plus, for each buffered or written reference to a sampled
+// key, one reference in each of the 6 miniature caches (a map lookup and
+// O(1) list moves, and on a miss an eviction). Caches of up to
+// adaptiveFull entries sample every key, so their write-side work is about
+// 7 times TinyLFU's; larger ones sample a fraction adaptiveFull/entries or
+// less.
+//
+// Memory: TinyLFU's (25 bytes per entry plus 8 bytes of sketch per entry
+// of capacity, plus 5 KiB of buffers), plus the miniature caches: 6 ×
+// (about 60 bytes per miniature entry + 5 KiB of buffers), where a
+// miniature cache holds min(entries, adaptiveFull) entries, or up to
+// adaptiveGhost for shards of more than 16×adaptiveFull entries: about
+// 360 bytes per entry for a shard of up to 2048 entries, at most about
+// 0.8 MB for a shard of up to 32768 entries, and at most about 1.5 MB per
+// shard beyond. The miniature caches are built when the shard is half
+// full.
+//
+// The zero Spec value is NoEviction; build instances with Adaptive.New.
 var Adaptive = Spec{Name: "adaptive", New: newAdaptivePolicy}
 
 func newAdaptivePolicy(shardBytes int64) Policy { return newAdaptive(shardBytes, adaptiveConfigs) }
 
-// adaptiveGhost is the target number of entries of each miniature cache.
-const adaptiveGhost = 4096
-
-// adaptiveMargin is the relative lead in miniature-cache hits a
-// challenger needs over the current configuration.
-const adaptiveMargin = 0.03
+const (
+	// adaptiveFull is the capacity in entries up to which the miniature
+	// caches see every key.
+	adaptiveFull = 2048
+	// adaptiveGhost is the largest miniature cache, in entries.
+	adaptiveGhost = 4096
+	// adaptiveMargin is the relative lead in score a challenger needs
+	// over the current configuration.
+	adaptiveMargin = 0.06
+	// adaptiveDecay weighs the previous periods' hits in a score.
+	adaptiveDecay = 0.5
+)
 
 // config is one candidate setting of the W-TinyLFU structure.
 type config struct {
-	window   float64 // the window's share of the capacity
-	admitAll bool    // no frequency filter: the main region is a segmented LRU
+	window float64 // the window's share of the capacity
+	seen   bool    // admit a candidate referenced twice (as S3-FIFO and 2Q do)
 }
 
 var adaptiveConfigs = []config{
-	{0.01, false}, {0.2, false}, {0.5, false}, {0.8, false}, {0.01, true},
+	{0.01, false}, {0.2, false}, {0.5, false}, {0.8, false},
+	{0.2, true}, {0.4, true},
 }
 
 // miniSims are the miniature caches of an Adaptive policy.
@@ -76,6 +101,7 @@ type miniSims struct {
 	sims    []miniSim
 	cur     int    // index of the configuration the real cache runs
 	limit   uint64 // a hash is sampled iff its mixed top 32 bits are < limit
+	full    bool   // the miniature caches have filled: scoring has begun
 	lead    int    // the challenger that led at the last evaluation, or -1
 	refs    int    // sampled references this period
 	period  int
@@ -86,7 +112,6 @@ type miniSims struct {
 type miniSim struct {
 	p     *tinyLFUPolicy
 	m     map[uint64]Handle
-	keys  []uint64
 	free  []Handle
 	cap   int
 	hits  int
@@ -108,7 +133,7 @@ func newAdaptive(shardBytes int64, configs []config) *tinyLFUPolicy {
 // applyConfig makes c the real cache's configuration; maintain moves the
 // entries over the new boundaries.
 func (p *tinyLFUPolicy) applyConfig(c config) {
-	p.windowFrac, p.admitAll = c.window, c.admitAll
+	p.windowFrac, p.admitSeen = c.window, c.seen
 	if p.maximum > 0 {
 		p.setMaximum(p.maximum)
 	}
@@ -117,15 +142,21 @@ func (p *tinyLFUPolicy) applyConfig(c config) {
 // start sizes the miniature caches once the real cache's capacity in
 // entries is estimated.
 func (s *miniSims) start(est int) {
-	rate := min(1, float64(adaptiveGhost)/float64(est))
+	gcap := est
+	if est > adaptiveFull {
+		gcap = min(max(adaptiveFull, est/16), adaptiveGhost)
+	}
+	rate := float64(gcap) / float64(est)
 	s.limit = uint64(rate * (1 << 32))
-	gcap := max(1, int(rate*float64(est)+0.5))
-	s.period = max(gcap, 512)
+	// About one turnover of the miniature caches, enough sampled
+	// references for a hit count to mean something, and no more than
+	// 2048 so that a large cache on a short trace still adapts.
+	s.period = max(min(gcap, 2048), 512)
 	s.sims = make([]miniSim, len(s.configs))
 	for i, c := range s.configs {
 		g := newTinyLFU(int64(gcap))
 		g.fixed = true
-		g.windowFrac, g.admitAll = c.window, c.admitAll
+		g.windowFrac, g.admitSeen = c.window, c.seen
 		g.setMaximum(int64(gcap))
 		s.sims[i] = miniSim{p: g, m: make(map[uint64]Handle, gcap), cap: gcap}
 	}
@@ -148,6 +179,17 @@ func (s *miniSims) observe(p *tinyLFUPolicy, hash uint64) {
 	for i := range s.sims {
 		s.sims[i].access(hash)
 	}
+	if !s.full {
+		// Hit counts while the caches fill say little about how they
+		// do when full: scoring starts when the miniature caches are.
+		if len(s.sims[0].m) < s.sims[0].cap {
+			return
+		}
+		s.full = true
+		for i := range s.sims {
+			s.sims[i].hits = 0
+		}
+	}
 	s.refs++
 	if s.refs < s.period {
 		return
@@ -156,18 +198,11 @@ func (s *miniSims) observe(p *tinyLFUPolicy, hash uint64) {
 	best := s.cur
 	for i := range s.sims {
 		g := &s.sims[i]
-		g.score = g.score/2 + float64(g.hits)
+		g.score = g.score*adaptiveDecay + float64(g.hits)
 		g.hits = 0
 		if g.score > s.sims[best].score {
 			best = i
 		}
-	}
-	if debugAdaptive {
-		sc := make([]float64, len(s.sims))
-		for i := range s.sims {
-			sc[i] = s.sims[i].score
-		}
-		println(fmtScores(sc), best)
 	}
 	// A challenger must lead the current configuration clearly in two
 	// evaluations in a row: a phase shorter than that rarely repays the
@@ -198,31 +233,56 @@ func (g *miniSim) access(hash uint64) {
 		if !ok {
 			break
 		}
-		delete(g.m, g.keys[v])
+		delete(g.m, g.p.hash[v])
 		g.p.Remove(v)
 		g.free = append(g.free, v)
 	}
-	var h Handle
+	h := Handle(len(g.m))
 	if n := len(g.free); n > 0 {
 		h = g.free[n-1]
 		g.free = g.free[:n-1]
-		g.keys[h] = hash
-	} else {
-		h = Handle(len(g.keys))
-		g.keys = append(g.keys, hash)
 	}
 	g.m[hash] = h
 	g.p.Add(h, Entry{Hash: hash, Size: 1})
 }
 
-// AdaptiveFixed is a temporary experiment hook.
-func AdaptiveFixed(window float64, admitAll bool) Spec {
-	return Spec{Name: "fixed", New: func(b int64) Policy {
-		p := newAdaptive(b, []config{{window, admitAll}})
-		return p
-	}}
+// check verifies the miniature caches: each is a consistent W-TinyLFU
+// holding exactly the hashes its map names, at most its capacity, with
+// the configuration it was built for; and the real cache runs the current
+// configuration.
+func (s *miniSims) check(p *tinyLFUPolicy) error {
+	if s.cur < 0 || s.cur >= len(s.configs) {
+		return errorf("adaptive: current configuration %d of %d", s.cur, len(s.configs))
+	}
+	if c := s.configs[s.cur]; p.windowFrac != c.window || p.admitSeen != c.seen {
+		return errorf("adaptive: real cache runs window %.2f seen %v, want %+v", p.windowFrac, p.admitSeen, c)
+	}
+	if !s.ready {
+		if len(s.sims) != 0 {
+			return errorf("adaptive: %d miniature caches before start", len(s.sims))
+		}
+		return nil
+	}
+	if len(s.sims) != len(s.configs) {
+		return errorf("adaptive: %d miniature caches for %d configurations", len(s.sims), len(s.configs))
+	}
+	for i := range s.sims {
+		g := &s.sims[i]
+		if err := g.p.check(); err != nil {
+			return errorf("adaptive: miniature cache %d: %v", i, err)
+		}
+		if len(g.m) != g.p.count || len(g.m) > g.cap {
+			return errorf("adaptive: miniature cache %d maps %d hashes, tracks %d, capacity %d", i, len(g.m), g.p.count, g.cap)
+		}
+		for hash, h := range g.m {
+			if !g.p.tracked(h) || g.p.hash[h] != hash {
+				return errorf("adaptive: miniature cache %d: hash %x at handle %d inconsistent", i, hash, h)
+			}
+		}
+		c := s.configs[i]
+		if g.p.windowFrac != c.window || g.p.admitSeen != c.seen {
+			return errorf("adaptive: miniature cache %d runs the wrong configuration", i)
+		}
+	}
+	return nil
 }
-
-var debugAdaptive = os.Getenv("ADEBUG") != ""
-
-func fmtScores(x []float64) string { return fmt.Sprint(x) }

@@ -42,6 +42,8 @@ func TestParse(t *testing.T) {
 		{"w-tinylfu", "tinylfu", false, nil},
 		{"volatile-tinylfu", "volatile-tinylfu", true, nil},
 		{"S3-FIFO", "s3fifo", false, nil},
+		{"adaptive", "adaptive", false, nil},
+		{" Adaptive", "adaptive", false, nil},
 		{"lru", "", false, ErrUnknownPolicy},
 		{"allkeys-ttl", "", false, ErrUnknownPolicy},
 	}

@@ -98,12 +98,14 @@ type tinyLFUPolicy struct {
 	adjust      int64
 	rng         rng
 
-	// Set by Adaptive, which chooses the split itself: fixed turns the
-	// hill climber off, and admitAll admits every window candidate (the
-	// main region is then a plain segmented LRU).
+	// Set by Adaptive, which chooses the configuration itself: fixed
+	// turns the hill climber off and sizes the window at windowFrac of
+	// the maximum; admitSeen admits a candidate referenced at least
+	// twice, whatever the victim's count, and evicts a protected entry
+	// whose count fell below probation's victim first.
 	fixed      bool
-	admitAll   bool
-	windowFrac float64 // with fixed: the window's share of the maximum
+	admitSeen  bool
+	windowFrac float64
 	// sims, if not nil, is told every reference (hit or write) to a key.
 	sims *miniSims
 }
@@ -362,6 +364,12 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 	victim := p.q[segProbation].tail
 	if victim == none {
 		victim = p.q[segProtected].tail
+	} else if t := p.q[segProtected].tail; p.admitSeen && t != none && p.sk.frequency(p.hash[t]) < p.sk.frequency(p.hash[victim]) {
+		// Seen-twice admission: a protected entry that has gone cold (its count
+		// decayed below the probation victim's) leaves first, so that a
+		// new working set larger than probation is not locked out by the
+		// dead protected entries of an old one.
+		victim = t
 	}
 	w := p.q[segWindow].tail
 	if victim == none {
@@ -383,8 +391,8 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 }
 
 func (p *tinyLFUPolicy) admit(candidate, victim uint64) bool {
-	if p.admitAll {
-		return true
+	if p.admitSeen {
+		return p.sk.frequency(candidate) >= 2
 	}
 	cf, vf := p.sk.frequency(candidate), p.sk.frequency(victim)
 	if cf > vf {
@@ -414,6 +422,9 @@ func (p *tinyLFUPolicy) check() error {
 	}
 	if p.windowMax < 0 || p.protMax < 0 {
 		return errorf("tinylfu: negative targets window %d protected %d", p.windowMax, p.protMax)
+	}
+	if p.sims != nil {
+		return p.sims.check(p)
 	}
 	return nil
 }
