@@ -26,17 +26,6 @@ func (t *Table) col(name string) int {
 	return -1
 }
 
-// bestTide returns the best tide contender's ratio and name at row i.
-func (t *Table) bestTide(i int) (float64, string) {
-	best, name := -1.0, ""
-	for j, c := range t.Contenders {
-		if c.Tide && !c.Engine && t.Ratios[i][j] > best {
-			best, name = t.Ratios[i][j], c.Name
-		}
-	}
-	return best, name
-}
-
 // best2 returns max(tinylfu, s3fifo) at row i (-Inf if neither ran).
 func (t *Table) best2(i int) float64 {
 	b := math.Inf(-1)
