@@ -34,7 +34,8 @@ package evict
 // miniature caches are full; every period (about one cache turnover of
 // references) each score is halved and gains the period's hits. A
 // configuration replaces the current one only when its score leads by
-// adaptiveMargin in two evaluations in a row, as switching costs hits:
+// adaptiveMargin (a point of hit ratio) in adaptiveLeads evaluations in a
+// row, as switching costs hits:
 // the real cache then moves its window boundary and admission rule, and
 // its contents migrate as it runs.
 //
@@ -58,13 +59,13 @@ package evict
 //
 // Memory: TinyLFU's (25 bytes per entry plus 8 bytes of sketch per entry
 // of capacity, plus 5 KiB of buffers), plus the miniature caches: 6 ×
-// (about 60 bytes per miniature entry + 5 KiB of buffers), where a
-// miniature cache holds min(entries, adaptiveFull) entries, or up to
-// adaptiveGhost for shards of more than 16×adaptiveFull entries: about
-// 360 bytes per entry for a shard of up to 2048 entries, at most about
-// 0.8 MB for a shard of up to 32768 entries, and at most about 1.5 MB per
-// shard beyond. The miniature caches are built when the shard is half
-// full.
+// (about 80 bytes per miniature entry, map included, + 5 KiB of
+// buffers), where a miniature cache holds min(entries, adaptiveFull)
+// entries, or up to adaptiveGhost for shards of more than 16×adaptiveFull
+// entries. Measured: about 1 MB for a shard of 2048 entries (500 bytes per
+// entry), 1.5 MB at 8192 entries, and at most about 2.5 MB per shard
+// beyond. That is a large overhead for small shards of small entries; the
+// miniature caches are built when the shard is half full.
 //
 // The zero Spec value is NoEviction; build instances with Adaptive.New.
 var Adaptive = Spec{Name: "adaptive", New: newAdaptivePolicy}
@@ -77,9 +78,13 @@ const (
 	adaptiveFull = 2048
 	// adaptiveGhost is the largest miniature cache, in entries.
 	adaptiveGhost = 4096
-	// adaptiveMargin is the relative lead in score a challenger needs
-	// over the current configuration.
-	adaptiveMargin = 0.06
+	// adaptiveMargin is the lead a challenger needs over the current
+	// configuration, as a share of the references a score covers (two
+	// periods): a point of hit ratio.
+	adaptiveMargin = 0.01
+	// adaptiveLeads is how many evaluations in a row a challenger must
+	// lead by adaptiveMargin to replace the current configuration.
+	adaptiveLeads = 4
 	// adaptiveDecay weighs the previous periods' hits in a score.
 	adaptiveDecay = 0.5
 )
@@ -103,6 +108,7 @@ type miniSims struct {
 	limit   uint64 // a hash is sampled iff its mixed top 32 bits are < limit
 	full    bool   // the miniature caches have filled: scoring has begun
 	lead    int    // the challenger that led at the last evaluation, or -1
+	leads   int    // evaluations in a row lead has led
 	refs    int    // sampled references this period
 	period  int
 	ready   bool
@@ -204,16 +210,19 @@ func (s *miniSims) observe(p *tinyLFUPolicy, hash uint64) {
 			best = i
 		}
 	}
-	// A challenger must lead the current configuration clearly in two
-	// evaluations in a row: a phase shorter than that rarely repays the
-	// cost of moving the real cache's boundaries.
+	// A challenger must lead the current configuration clearly in
+	// adaptiveLeads evaluations in a row: a phase shorter than that
+	// rarely repays the cost of moving the real cache's boundaries.
 	cur := s.sims[s.cur].score
-	if best == s.cur || s.sims[best].score < cur*(1+adaptiveMargin)+1 {
+	if best == s.cur || s.sims[best].score < cur+adaptiveMargin*2*float64(s.period)+1 {
 		s.lead = -1
 		return
 	}
 	if s.lead != best {
-		s.lead = best
+		s.lead, s.leads = best, 1
+		return
+	}
+	if s.leads++; s.leads < adaptiveLeads {
 		return
 	}
 	s.lead = -1
