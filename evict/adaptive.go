@@ -35,9 +35,8 @@ package evict
 // references) each score is halved and gains the period's hits. A
 // configuration replaces the current one only when its score leads by
 // adaptiveMargin (a point of hit ratio) in adaptiveLeads evaluations in a
-// row, as switching costs hits:
-// the real cache then moves its window boundary and admission rule, and
-// its contents migrate as it runs.
+// row, as switching costs hits: the real cache then moves its window
+// boundary and admission rule, and its contents migrate as it runs.
 //
 // Unlike a hill climber, which follows one noisy hit rate's gradient and
 // can only move the window (the sketch always filters), the miniature
