@@ -42,6 +42,8 @@ func TestParse(t *testing.T) {
 		{"w-tinylfu", "tinylfu", false, nil},
 		{"volatile-tinylfu", "volatile-tinylfu", true, nil},
 		{"S3-FIFO", "s3fifo", false, nil},
+		{"adaptive", "adaptive", false, nil},
+		{" Adaptive", "adaptive", false, nil},
 		{"lru", "", false, ErrUnknownPolicy},
 		{"allkeys-ttl", "", false, ErrUnknownPolicy},
 	}
@@ -361,11 +363,18 @@ func BenchmarkAccess(b *testing.B) {
 	}
 }
 
-func BenchmarkVictim(b *testing.B) {
+func BenchmarkVictim(b *testing.B) { benchVictim(b, 1<<16) }
+
+// BenchmarkVictimSmall is BenchmarkVictim for a shard of 2048 entries,
+// where Adaptive's miniature caches see every key.
+func BenchmarkVictimSmall(b *testing.B) { benchVictim(b, 2048) }
+
+// benchVictim measures a full shard's write path: a victim, its removal,
+// an add, and one read, per operation.
+func benchVictim(b *testing.B, n int) {
 	for _, s := range evicting() {
 		b.Run(s.Name, func(b *testing.B) {
-			const n = 1 << 16
-			p := s.New(n)
+			p := s.New(int64(n))
 			fill(p, n)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -376,7 +385,7 @@ func BenchmarkVictim(b *testing.B) {
 				}
 				p.Remove(h)
 				p.Add(h, Entry{Hash: uint64(i), Size: 1})
-				p.Access(Handle(uint32(i*7919) % n))
+				p.Access(Handle(uint32(i*7919) % uint32(n)))
 			}
 		})
 	}

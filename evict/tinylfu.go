@@ -97,6 +97,17 @@ type tinyLFUPolicy struct {
 	step        float64
 	adjust      int64
 	rng         rng
+
+	// Set by Adaptive, which chooses the configuration itself: fixed
+	// turns the hill climber off and sizes the window at windowFrac of
+	// the maximum; admitSeen admits a candidate referenced at least
+	// twice, whatever the victim's count, and evicts a protected entry
+	// whose count fell below probation's victim first.
+	fixed      bool
+	admitSeen  bool
+	windowFrac float64
+	// sims, if not nil, is told every reference (hit or write) to a key.
+	sims *miniSims
 }
 
 // newTinyLFU returns an empty W-TinyLFU policy for a shard whose cap is
@@ -116,6 +127,9 @@ func newTinyLFU(shardBytes int64) *tinyLFUPolicy {
 func (p *tinyLFUPolicy) setMaximum(m int64) {
 	p.maximum = m
 	p.windowMax = m - int64(percentMain*float64(m))
+	if p.fixed {
+		p.windowMax = int64(p.windowFrac * float64(m))
+	}
 	p.protMax = int64(percentMainProtected * float64(m-p.windowMax))
 	p.step = -climbStepPercent * float64(m)
 	p.adjust = 0
@@ -144,6 +158,9 @@ func (p *tinyLFUPolicy) onAccess(h Handle) {
 	}
 	p.sk.increment(p.hash[h])
 	p.hits++
+	if p.sims != nil {
+		p.sims.observe(p, p.hash[h])
+	}
 	switch p.seg[h] {
 	case segWindow, segProtected:
 		p.move(h, p.seg[h])
@@ -168,6 +185,9 @@ func (p *tinyLFUPolicy) maintain() {
 }
 
 func (p *tinyLFUPolicy) climb() {
+	if p.fixed {
+		return
+	}
 	if p.maximum <= 0 || p.est <= 0 || p.total < p.maximum/2 {
 		// Not evicting yet: the hit rate says nothing about the split
 		// between window and main.
@@ -258,6 +278,9 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	p.count++
 	p.link(h, segWindow)
 	p.missN++
+	if p.sims != nil {
+		p.sims.observe(p, e.Hash)
+	}
 	if p.total >= p.maximum/2 || len(p.sk.table) > 0 {
 		// Like Caffeine, start counting when the cache is half full, when
 		// the average entry size is known: the capacity in entries is the
@@ -294,6 +317,9 @@ func (p *tinyLFUPolicy) update(h Handle, e Entry) {
 	p.total += d
 	p.hash[h] = e.Hash
 	p.sk.increment(e.Hash)
+	if p.sims != nil {
+		p.sims.observe(p, e.Hash)
+	}
 	p.onAccessOrder(h)
 	p.maintain()
 }
@@ -338,6 +364,12 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 	victim := p.q[segProbation].tail
 	if victim == none {
 		victim = p.q[segProtected].tail
+	} else if t := p.q[segProtected].tail; p.admitSeen && t != none && p.sk.frequency(p.hash[t]) < p.sk.frequency(p.hash[victim]) {
+		// Seen-twice admission: a protected entry that has gone cold (its count
+		// decayed below the probation victim's) leaves first, so that a
+		// new working set larger than probation is not locked out by the
+		// dead protected entries of an old one.
+		victim = t
 	}
 	w := p.q[segWindow].tail
 	if victim == none {
@@ -359,6 +391,9 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 }
 
 func (p *tinyLFUPolicy) admit(candidate, victim uint64) bool {
+	if p.admitSeen {
+		return p.sk.frequency(candidate) >= 2
+	}
 	cf, vf := p.sk.frequency(candidate), p.sk.frequency(victim)
 	if cf > vf {
 		return true
@@ -387,6 +422,9 @@ func (p *tinyLFUPolicy) check() error {
 	}
 	if p.windowMax < 0 || p.protMax < 0 {
 		return errorf("tinylfu: negative targets window %d protected %d", p.windowMax, p.protMax)
+	}
+	if p.sims != nil {
+		return p.sims.check(p)
 	}
 	return nil
 }

@@ -26,15 +26,105 @@ func (t *Table) col(name string) int {
 	return -1
 }
 
-// bestTide returns the best tide contender's ratio and name at row i.
-func (t *Table) bestTide(i int) (float64, string) {
-	best, name := -1.0, ""
-	for j, c := range t.Contenders {
-		if c.Tide && t.Ratios[i][j] > best {
-			best, name = t.Ratios[i][j], c.Name
+// best2 returns max(tinylfu, s3fifo) at row i (-Inf if neither ran).
+func (t *Table) best2(i int) float64 {
+	b := math.Inf(-1)
+	for _, n := range []string{ColTinyLFU, ColS3FIFO} {
+		if j := t.col(n); j >= 0 {
+			b = max(b, t.Ratios[i][j])
 		}
 	}
-	return best, name
+	return b
+}
+
+// writeMisses lists the rows where adaptive misses a goal of issue 14, and
+// the rows where it is below otter or more than 5 points below OPT.
+func writeMisses(p func(string, ...any), tables []*Table) {
+	p("### Rows that miss a goal\n\n")
+	p("Every row where adaptive < otter, adaptive < max(tinylfu, s3fifo) − 0.5, |engine − policy| > 0.5, or OPT − adaptive > 5 points.\n\n")
+	p("| trace | capacity | adaptive | otter | max(tinylfu, s3fifo) | engine | OPT | misses |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
+	rows := 0
+	for _, t := range tables {
+		a, o, e, op := t.col(ColAdaptive), t.col(ColOtter), t.col(ColEngine), t.col(ColOPT)
+		if a < 0 {
+			continue
+		}
+		for i, c := range t.Trace.Caps {
+			r := t.Ratios[i]
+			var miss []string
+			val := func(j int) string {
+				if j < 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.2f", r[j])
+			}
+			if o >= 0 && r[a] < r[o]-0.005 {
+				miss = append(miss, fmt.Sprintf("below otter by %.2f", r[o]-r[a]))
+			}
+			if b := t.best2(i); r[a] < b-0.5 {
+				miss = append(miss, fmt.Sprintf("below best2 by %.2f", b-r[a]))
+			}
+			if e >= 0 && math.Abs(r[e]-r[a]) > 0.5 {
+				miss = append(miss, fmt.Sprintf("engine %+.2f", r[e]-r[a]))
+			}
+			if op >= 0 && r[op]-r[a] > 5 {
+				miss = append(miss, fmt.Sprintf("OPT − %.2f", r[op]-r[a]))
+			}
+			if len(miss) == 0 {
+				continue
+			}
+			rows++
+			p("| %s | %s | %.2f | %s | %.2f | %s | %s | %s |\n", t.Trace.Name, capName(c), r[a], val(o), t.best2(i), val(e), val(op), strings.Join(miss, "; "))
+		}
+	}
+	if rows == 0 {
+		p("| – | | | | | | | none |\n")
+	}
+	p("\n")
+}
+
+// writeOPTGaps tabulates each usable cache's mean distance to OPT per
+// trace (OPT − hit ratio, in points; smaller is better).
+func writeOPTGaps(p func(string, ...any), tables []*Table) {
+	if len(tables) == 0 || tables[0].col(ColOPT) < 0 {
+		return
+	}
+	cs := tables[0].Contenders
+	p("### Mean distance to OPT\n\n")
+	p("OPT − hit ratio, in points, averaged over each trace's capacities (smaller is better).\n\n| trace |")
+	for _, c := range cs {
+		if !c.Oracle {
+			p(" %s |", c.Name)
+		}
+	}
+	p("\n|---|")
+	for _, c := range cs {
+		if !c.Oracle {
+			p("---:|")
+		}
+	}
+	p("\n")
+	for _, t := range tables {
+		op := t.col(ColOPT)
+		p("| %s |", t.Trace.Name)
+		for _, c := range cs {
+			if c.Oracle {
+				continue
+			}
+			j := t.col(c.Name)
+			if j < 0 || op < 0 {
+				p(" – |")
+				continue
+			}
+			sum := 0.0
+			for i := range t.Trace.Caps {
+				sum += t.Ratios[i][op] - t.Ratios[i][j]
+			}
+			p(" %.2f |", sum/float64(len(t.Trace.Caps)))
+		}
+		p("\n")
+	}
+	p("\n")
 }
 
 // RefRow is one line of the exact-LRU reference check.
@@ -50,7 +140,12 @@ type RefRow struct {
 // and capacity of ReferenceLRU.
 func ReferenceCheck(workers int) []RefRow {
 	var rows []RefRow
-	lru := TideContenders()[1]
+	var lru Contender
+	for _, c := range TideContenders() {
+		if c.Name == "tide allkeys-lru" {
+			lru = c
+		}
+	}
 	for _, t := range append(append([]*Trace{}, Traces...), Extra...) {
 		ref := ReferenceLRU[t.Name]
 		if ref == nil {
@@ -92,78 +187,128 @@ func WriteMarkdown(w io.Writer, tables []*Table, ref []RefRow, cmd, timing strin
 	p("Method (Caffeine's, otter's, theine's): capacity in entries, cold start, every access is a read, a miss inserts the key, hit ratio = hits / accesses, in percent. ")
 	p("tide's policies run through `sim.PolicyCache`, which calls them exactly as the engine does (Access on a hit; Miss, then Victim/Remove while full, then Add on a miss; every entry has Size 1, so the byte cap is the capacity; the clock advances 1µs per access). ")
 	p("Peers: otter v2.4.0 (synchronous Executor, so eviction happens before Set returns), theine v0.6.3 and ristretto v2.4.2 (`Wait()` after every Set), golang-lru v2.0.7 LRU and 2Q, ttlcache v3 (WithCapacity). ")
-	p("otter, theine and ristretto seed their hashes (or sampling) at random, so their cells vary from run to run: otter's are the mean of `-runs` runs (2 by default), theine's and ristretto's of `-slow-runs` (1 by default, as `Wait` makes them slow); tide's policies are deterministic except allkeys-lfu, whose Morris counter draws from the runtime's random source. ")
+	p("otter, theine and ristretto seed their hashes (or sampling) at random, so their cells vary from run to run: otter's are the mean of `-runs` runs (3 by default), theine's and ristretto's of `-slow-runs` (1 by default, as `Wait` makes them slow); tide's policies alone are deterministic except allkeys-lfu, whose Morris counter draws from the runtime's random source; through the engine they are not (random hash seed). ")
 	p("go-cache (never evicts), freecache and bigcache (byte caps over ring-buffer segments: no setting means N entries) are not simulated. volatile-* policies are the allkeys-* algorithms on the entries with a TTL and the traces have none, so they are not listed.\n\n")
-	p("Bold: best in the row. \"Δ otter\" = best tide policy − otter, in points.\n\n")
+	p("Columns: `tide adaptive` is the recommended policy (evict.Adaptive) alone in the simulator, averaged over `-engine-runs` fixed hash seeds (its choices depend on hash values: sampling, sketch collisions); `tide adaptive (engine)` is the same policy driving a real `engine.Engine` (sim.EngineCache: Get, and Set on a miss; 8-byte keys and %d-byte values, MaxBytes = capacity × %d bytes, so it holds exactly capacity entries; the engine's default shard count for that cap; per-shard policy instances under the engine-wide budget; the engine seeds its hash at random, so it is the mean of `-engine-runs` runs; with one shard, which every cap below 8192 entries gets, the two columns differ only by the hash seeds). ", EngineValueSize, EngineEntrySize)
+	p("`OPT` is Bélády's clairvoyant policy with bypass (sim.OPT): it reads the trace ahead, so it is the ceiling, not a cache, and is never bold.\n\n")
+	p("Bold: best usable cache in the row. Δ otter = adaptive − otter; Δ best2 = adaptive − max(tinylfu, s3fifo); eng − pol = adaptive (engine) − adaptive; to OPT = OPT − adaptive; all in points.\n\n")
 
 	if len(tables) > 0 {
 		p("## Summary\n\n")
-		p("| trace | rows | best tide ≥ otter | worst Δ otter | mean best tide | mean otter | mean exact LRU | Δ LRU (mean) |\n")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("Goals (issue 14): on every row adaptive ≥ otter, adaptive ≥ max(tinylfu, s3fifo) − 0.5, and |engine − policy| ≤ 0.5.\n\n")
+		p("| trace | rows | adaptive ≥ otter | worst Δ otter | worst Δ best2 | worst eng − pol | mean adaptive | mean otter | mean OPT | mean to OPT |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, t := range tables {
-			o, l := t.col("otter"), t.col("exact LRU")
-			var sb, so, sl float64
-			wins, worst := 0, math.Inf(1)
-			worstCap := 0
-			for i := range t.Trace.Caps {
-				b, _ := t.bestTide(i)
-				sb += b
-				if l >= 0 {
-					sl += t.Ratios[i][l]
-				}
-				if o >= 0 {
-					so += t.Ratios[i][o]
-					d := b - t.Ratios[i][o]
-					if d >= -0.005 {
-						wins++
-					}
-					if d < worst {
-						worst, worstCap = d, t.Trace.Caps[i]
-					}
-				}
+			a, o, e, op := t.col(ColAdaptive), t.col(ColOtter), t.col(ColEngine), t.col(ColOPT)
+			if a < 0 {
+				continue
 			}
 			n := float64(len(t.Trace.Caps))
-			if o >= 0 {
-				p("| %s | %d | %d | %+.2f (%s) | %.2f | %.2f | %.2f | %+.2f |\n", t.Trace.Name, len(t.Trace.Caps), wins, worst, capName(worstCap), sb/n, so/n, sl/n, (sb-sl)/n)
-			} else {
-				p("| %s | %d | – | – | %.2f | – | %.2f | %+.2f |\n", t.Trace.Name, len(t.Trace.Caps), sb/n, sl/n, (sb-sl)/n)
+			var sa, so, sop float64
+			wins := 0
+			wo, wb, we := math.Inf(1), math.Inf(1), 0.0
+			var woc, wbc, wec int
+			for i, c := range t.Trace.Caps {
+				r := t.Ratios[i]
+				sa += r[a]
+				if o >= 0 {
+					so += r[o]
+					if d := r[a] - r[o]; d < wo {
+						wo, woc = d, c
+					}
+					if r[a] >= r[o]-0.005 {
+						wins++
+					}
+				}
+				if d := r[a] - t.best2(i); d < wb {
+					wb, wbc = d, c
+				}
+				if e >= 0 {
+					if d := r[e] - r[a]; math.Abs(d) > math.Abs(we) {
+						we, wec = d, c
+					}
+				}
+				if op >= 0 {
+					sop += r[op]
+				}
 			}
+			cell := func(ok bool, v float64, c int) string {
+				if !ok {
+					return "–"
+				}
+				return fmt.Sprintf("%+.2f (%s)", v, capName(c))
+			}
+			num := func(ok bool, v float64) string {
+				if !ok {
+					return "–"
+				}
+				return fmt.Sprintf("%.2f", v)
+			}
+			winsS := "–"
+			if o >= 0 {
+				winsS = fmt.Sprint(wins)
+			}
+			p("| %s | %d | %s | %s | %s | %s | %.2f | %s | %s | %s |\n", t.Trace.Name, len(t.Trace.Caps), winsS,
+				cell(o >= 0, wo, woc), cell(true, wb, wbc), cell(e >= 0, we, wec), sa/n, num(o >= 0, so/n), num(op >= 0, sop/n), num(op >= 0, (sop-sa)/n))
 		}
 		p("\n")
+		writeMisses(p, tables)
+		writeOPTGaps(p, tables)
 	}
 
 	for _, t := range tables {
 		p("## %s\n\n", t.Trace.Title)
 		p("`%s`, %d accesses. Chart: [charts/hitratio-%s.svg](charts/hitratio-%s.svg)\n\n", t.Trace.Name, t.Accesses, t.Trace.Name, t.Trace.Name)
+		a, o, e, op := t.col(ColAdaptive), t.col(ColOtter), t.col(ColEngine), t.col(ColOPT)
+		type extra struct {
+			name string
+			ok   bool
+			f    func(i int) float64
+		}
+		extras := []extra{
+			{"Δ otter", a >= 0 && o >= 0, func(i int) float64 { return t.Ratios[i][a] - t.Ratios[i][o] }},
+			{"Δ best2", a >= 0, func(i int) float64 { return t.Ratios[i][a] - t.best2(i) }},
+			{"eng − pol", a >= 0 && e >= 0, func(i int) float64 { return t.Ratios[i][e] - t.Ratios[i][a] }},
+			{"to OPT", a >= 0 && op >= 0, func(i int) float64 { return t.Ratios[i][op] - t.Ratios[i][a] }},
+		}
 		p("| capacity |")
 		for _, c := range t.Contenders {
 			p(" %s |", c.Name)
 		}
-		o := t.col("otter")
-		if o >= 0 {
-			p(" Δ otter |")
+		for _, x := range extras {
+			if x.ok {
+				p(" %s |", x.name)
+			}
 		}
 		p("\n|---:|")
 		for range t.Contenders {
 			p("---:|")
 		}
-		if o >= 0 {
-			p("---:|")
+		for _, x := range extras {
+			if x.ok {
+				p("---:|")
+			}
 		}
 		p("\n")
 		for i, c := range t.Trace.Caps {
-			best := slices.Max(t.Ratios[i])
+			best := -1.0
+			for j, cn := range t.Contenders {
+				if !cn.Oracle {
+					best = max(best, t.Ratios[i][j])
+				}
+			}
 			p("| %s |", capName(c))
-			for j := range t.Contenders {
+			for j, cn := range t.Contenders {
 				v := fmt.Sprintf("%.2f", t.Ratios[i][j])
-				if t.Ratios[i][j] >= best-0.005 {
+				if !cn.Oracle && t.Ratios[i][j] >= best-0.005 {
 					v = "**" + v + "**"
 				}
 				p(" %s |", v)
 			}
-			if o >= 0 {
-				b, _ := t.bestTide(i)
-				p(" %+.2f |", b-t.Ratios[i][o])
+			for _, x := range extras {
+				if x.ok {
+					p(" %+.2f |", x.f(i))
+				}
 			}
 			p("\n")
 		}

@@ -19,11 +19,33 @@ type Cache interface {
 // Contender names a cache implementation and builds it for a capacity in
 // entries.
 type Contender struct {
-	Name string
-	Tide bool // one of tide's policies
-	Runs int  // runs to average (for nondeterministic peers); 0 means 1
-	New  func(capacity int) Cache
+	Name   string
+	Tide   bool // one of tide's policies
+	Engine bool // a tide policy run through the engine (EngineCache)
+	Oracle bool // not a usable cache (OPT): excluded from "best in row"
+	Runs   int  // runs to average (for nondeterministic peers); 0 means 1
+	New    func(capacity int) Cache
+	// NewTrace, if set, is used instead of New: it builds the cache for
+	// the given trace (an oracle reads ahead).
+	NewTrace func(keys []uint64, capacity int) Cache
+	// NewSeeded, if set, is used instead of New: run r of a cell (0 ≤ r <
+	// Runs) gets seed r, so a mean over Runs seeds is deterministic.
+	NewSeeded func(capacity int, seed uint64) Cache
 }
+
+// build returns c's cache for keys at capacity entries, for run r.
+func (c Contender) build(keys []uint64, capacity, r int) Cache {
+	switch {
+	case c.NewTrace != nil:
+		return c.NewTrace(keys, capacity)
+	case c.NewSeeded != nil:
+		return c.NewSeeded(capacity, uint64(r))
+	}
+	return c.New(capacity)
+}
+
+// faulter is a Cache that records a contract violation.
+type faulter interface{ Err() error }
 
 // Averaged returns c run n times per cell, the result being the mean.
 func Averaged(c Contender, n int) Contender {
@@ -67,7 +89,7 @@ func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
 	for i := range out {
 		out[i] = make([]float64, len(cs))
 	}
-	type job struct{ i, j int }
+	type job struct{ i, j, r int }
 	jobs := make(chan job)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -76,9 +98,14 @@ func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
 		go func() {
 			defer wg.Done()
 			for jb := range jobs {
-				c := cs[jb.j].New(caps[jb.i])
+				c := cs[jb.j].build(keys, caps[jb.i], jb.r)
 				r := HitRatio(keys, c)
 				c.Close()
+				if f, ok := c.(faulter); ok && f.Err() != nil {
+					// A policy broke its contract: the figure is
+					// meaningless and the bug must be seen.
+					panic(fmt.Sprintf("sim: %s at %d: %v", cs[jb.j].Name, caps[jb.i], f.Err()))
+				}
 				mu.Lock()
 				out[jb.i][jb.j] += r / float64(max(cs[jb.j].Runs, 1))
 				mu.Unlock()
@@ -88,8 +115,8 @@ func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
 	// Largest capacities first, so the longest jobs do not finish last.
 	for i := len(caps) - 1; i >= 0; i-- {
 		for j := range cs {
-			for range max(cs[j].Runs, 1) {
-				jobs <- job{i, j}
+			for r := range max(cs[j].Runs, 1) {
+				jobs <- job{i, j, r}
 			}
 		}
 	}
@@ -170,9 +197,12 @@ func (l *ExactLRU) Close() {}
 // PolicyCache drives a tide eviction policy the way the engine does: a hit
 // calls Access, a miss calls Miss, then (if full) Victim and Remove, then
 // Add. Every entry has Size 1, so the policy's byte cap is the capacity.
-// The simulated clock advances 1µs per access.
+// The simulated clock advances 1µs per access. Entry.Hash is a fixed mix
+// of the key and the seed (0 unless built by NewSeededPolicyCache), as the
+// engine's hash is a keyed hash with a per-engine seed.
 type PolicyCache struct {
 	p     evict.Policy
+	seed  uint64
 	cap   int
 	m     map[uint64]evict.Handle
 	key   []uint64
@@ -188,6 +218,17 @@ func NewPolicyCache(spec evict.Spec, capacity int) *PolicyCache {
 	return &PolicyCache{p: spec.New(int64(capacity)), cap: capacity, m: make(map[uint64]evict.Handle, capacity)}
 }
 
+// NewSeededPolicyCache is NewPolicyCache with the key hash mixed with
+// seed: a policy whose choices depend on hash values (sketch collisions,
+// sampling) can then be averaged over seeds, like a run through engines.
+func NewSeededPolicyCache(spec evict.Spec, capacity int, seed uint64) *PolicyCache {
+	c := NewPolicyCache(spec, capacity)
+	if seed != 0 {
+		c.seed = mix(seed) | 1
+	}
+	return c
+}
+
 // Access implements Cache.
 func (c *PolicyCache) Access(k uint64) bool {
 	c.now += 1000
@@ -195,7 +236,7 @@ func (c *PolicyCache) Access(k uint64) bool {
 		c.p.Access(h)
 		return true
 	}
-	hash := mix(k)
+	hash := mix(k ^ c.seed)
 	c.p.Miss(hash)
 	for len(c.m) >= c.cap {
 		v, ok := c.p.Victim(c.now)
@@ -229,18 +270,41 @@ func (c *PolicyCache) Access(k uint64) bool {
 // Close implements Cache.
 func (c *PolicyCache) Close() {}
 
-// TideContenders are tide's policies as they appear in the table. The
-// volatile-* variants run the same algorithms on the entries that have a TTL;
-// the traces have no TTLs, so they are not listed (volatile-ttl would have
-// nothing to order by).
+// Err returns the first contract violation seen, if any.
+func (c *PolicyCache) Err() error { return c.Fault }
+
+// TideContenders are tide's policies as they appear in the table:
+// Adaptive (the recommended policy) first, then Adaptive through the
+// engine, then the others. The volatile-* variants run the same
+// algorithms on the entries that have a TTL; the traces have no TTLs, so
+// they are not listed (volatile-ttl would have nothing to order by).
 func TideContenders() []Contender {
-	specs := []evict.Spec{evict.TinyLFU, evict.AllKeysLRU, evict.AllKeysLFU, evict.AllKeysRandom, evict.S3FIFO}
+	specs := []evict.Spec{evict.Adaptive, evict.TinyLFU, evict.AllKeysLRU, evict.AllKeysLFU, evict.AllKeysRandom, evict.S3FIFO}
 	var cs []Contender
-	for _, s := range specs {
-		cs = append(cs, Contender{Name: "tide " + s.Name, Tide: true, New: func(n int) Cache { return NewPolicyCache(s, n) }})
+	for i, s := range specs {
+		c := Contender{Name: "tide " + s.Name, Tide: true, New: func(n int) Cache { return NewPolicyCache(s, n) }}
+		if i == 0 {
+			// Adaptive's choices depend on hash values (sampling,
+			// sketch collisions); it is averaged over hash seeds, like
+			// its run through engines, whose hash seeds are random.
+			c.NewSeeded = func(n int, seed uint64) Cache { return NewSeededPolicyCache(s, n, seed) }
+			cs = append(cs, c, EngineContender("tide "+s.Name, s))
+			continue
+		}
+		cs = append(cs, c)
 	}
 	return cs
 }
+
+// Column names the report compares.
+const (
+	ColAdaptive = "tide adaptive"
+	ColEngine   = "tide adaptive (engine)"
+	ColTinyLFU  = "tide tinylfu"
+	ColS3FIFO   = "tide s3fifo"
+	ColOPT      = "OPT"
+	ColOtter    = "otter"
+)
 
 // LRUContender is the exact LRU reference.
 var LRUContender = Contender{Name: "exact LRU", New: func(n int) Cache { return NewExactLRU(n) }}

@@ -1,7 +1,9 @@
 // Command hitratio regenerates tide's hit-ratio table (bench/HITRATIO.md)
 // and charts (bench/charts/hitratio-<trace>.svg): every tide eviction policy
-// and the peer caches on the same traces and capacities, plus the check of
-// the exact LRU against the published reference numbers.
+// and the peer caches on the same traces and capacities, the recommended
+// policy (adaptive) also through a real engine, Bélády's OPT as the
+// ceiling, plus the check of the exact LRU against the published
+// reference numbers.
 //
 // Run from bench/:
 //
@@ -35,8 +37,10 @@ func main() {
 		traces  = flag.String("traces", "", "comma-separated trace names (default: all): "+names())
 		quick   = flag.Bool("quick", false, "small capacities of the small traces only; print to stdout")
 		peers   = flag.Bool("peers", true, "include the peer caches")
-		runs    = flag.Int("runs", 2, "runs to average for otter, whose result varies between runs (random hash seed)")
+		runs    = flag.Int("runs", 3, "runs to average for otter, whose result varies between runs (random hash seed)")
 		slow    = flag.Int("slow-runs", 1, "runs to average for theine and ristretto (random seeds too, but slow: Wait after every Set)")
+		engRuns = flag.Int("engine-runs", 3, "hash seeds to average for tide adaptive, alone and through the engine (whose seed is random)")
+		opt     = flag.Bool("opt", true, "include Bélády's OPT (the clairvoyant ceiling)")
 		workers = flag.Int("workers", 0, "parallel simulations (0 = 2×GOMAXPROCS: theine and ristretto spend time blocked in Wait)")
 		dir     = flag.String("dir", "", "trace directory (default $"+sim.EnvTraces+" or <repo>/../shared/traces)")
 		out     = flag.String("out", "", "markdown output (default <repo>/bench/HITRATIO.md; \"-\" = stdout; -quick defaults to stdout)")
@@ -45,7 +49,7 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	if *quick {
-		*runs, *slow = 1, 1
+		*runs, *slow, *engRuns = 1, 1, 1
 	}
 	if *workers <= 0 {
 		*workers = 2 * runtime.GOMAXPROCS(0)
@@ -89,7 +93,17 @@ func main() {
 		log.Fatalf("hitratio: no trace selected (have %s)", names())
 	}
 
-	cs := append(sim.TideContenders(), sim.LRUContender)
+	var cs []sim.Contender
+	for _, c := range sim.TideContenders() {
+		if c.Engine || c.NewSeeded != nil {
+			c = sim.Averaged(c, *engRuns)
+		}
+		cs = append(cs, c)
+	}
+	if *opt {
+		cs = append(cs, sim.OPTContender)
+	}
+	cs = append(cs, sim.LRUContender)
 	if *peers {
 		for _, p := range sim.Peers() {
 			switch p.Name {

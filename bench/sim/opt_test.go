@@ -1,0 +1,152 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tidekv/tide/evict"
+)
+
+// bestHits is the most hits any policy can get on keys[i:] with the cache
+// holding in, at capacity c, when every miss may insert the key (evicting
+// any cached key) or bypass it: an exhaustive search, for tiny traces.
+func bestHits(keys []uint64, i int, in map[uint64]bool, c int) int {
+	if i == len(keys) {
+		return 0
+	}
+	k := keys[i]
+	if in[k] {
+		return 1 + bestHits(keys, i+1, in, c)
+	}
+	best := bestHits(keys, i+1, in, c) // bypass
+	if len(in) < c {
+		in[k] = true
+		best = max(best, bestHits(keys, i+1, in, c))
+		delete(in, k)
+		return best
+	}
+	for v := range in {
+		delete(in, v)
+		in[k] = true
+		best = max(best, bestHits(keys, i+1, in, c))
+		delete(in, k)
+		in[v] = true
+	}
+	return best
+}
+
+func optHits(keys []uint64, c int) int {
+	o := NewOPT(keys, c)
+	hits := 0
+	for _, k := range keys {
+		if o.Access(k) {
+			hits++
+		}
+	}
+	return hits
+}
+
+// TestOPTIsOptimal guards the claim that OPT is the ceiling: on random tiny
+// traces it gets exactly the hits of an exhaustive search over every
+// insert, evict and bypass choice.
+func TestOPTIsOptimal(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for trial := range 300 {
+		n, distinct, c := 4+r.IntN(9), 2+r.IntN(4), 1+r.IntN(3)
+		keys := make([]uint64, n)
+		for i := range keys {
+			keys[i] = uint64(r.IntN(distinct))
+		}
+		if got, want := optHits(keys, c), bestHits(keys, 0, map[uint64]bool{}, c); got != want {
+			t.Fatalf("trial %d: keys %v cap %d: OPT %d hits, exhaustive search %d", trial, keys, c, got, want)
+		}
+	}
+}
+
+// TestOPTBoundsEveryPolicy guards the ceiling on realistic traces: no
+// policy beats OPT, and with room for every key OPT misses only the first
+// reference of each key.
+func TestOPTBoundsEveryPolicy(t *testing.T) {
+	keys := Zipf(0.9, 20_000, 60_000, 5)
+	unique := map[uint64]bool{}
+	for _, k := range keys {
+		unique[k] = true
+	}
+	for _, c := range []int{100, 1000} {
+		opt := 100 * float64(optHits(keys, c)) / float64(len(keys))
+		for _, s := range append([]evict.Spec{}, evict.Specs[1:]...) {
+			if s.Volatile || s.New == nil {
+				continue
+			}
+			if r := HitRatio(keys, NewPolicyCache(s, c)); r > opt+1e-9 {
+				t.Errorf("cap %d: %s %.2f beats OPT %.2f", c, s.Name, r, opt)
+			}
+		}
+		if r := HitRatio(keys, NewExactLRU(c)); r > opt {
+			t.Errorf("cap %d: exact LRU %.2f beats OPT %.2f", c, r, opt)
+		}
+	}
+	if got, want := optHits(keys, len(unique)), len(keys)-len(unique); got != want {
+		t.Errorf("OPT with room for all %d keys: %d hits, want %d", len(unique), got, want)
+	}
+}
+
+// TestEngineCacheHoldsCapacity guards the through-the-engine harness: with
+// one shard (small caps) and exact LRU, the engine must reproduce the
+// exact LRU's hit ratio (within what allkeys-lru's lossy reads cost), which it can only do if MaxBytes holds exactly
+// capacity entries.
+func TestEngineCacheHoldsCapacity(t *testing.T) {
+	keys := Zipf(0.9, 5_000, 40_000, 9)
+	for _, c := range []int{1, 50, 700} {
+		ec, err := NewEngineCache(evict.AllKeysLRU, c, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ec.Shards() != 1 {
+			t.Fatalf("cap %d: %d shards, want 1 for a cap below 1 MiB", c, ec.Shards())
+		}
+		got := HitRatio(keys, ec)
+		if ec.Err() != nil {
+			t.Fatal(ec.Err())
+		}
+		if n := ec.e.Stats().Entries; n != c {
+			t.Errorf("cap %d: engine holds %d keys", c, n)
+		}
+		ec.Close()
+		// tide's allkeys-lru drops a read now and then (its read path
+		// is lock-free), so allow a few hundredths of a point.
+		if want := HitRatio(keys, NewExactLRU(c)); math.Abs(got-want) > 0.05 {
+			t.Errorf("cap %d: engine allkeys-lru %.4f, exact LRU %.4f", c, got, want)
+		}
+	}
+}
+
+// TestAdaptiveInSimulator guards, through the simulator the table comes
+// from, that the recommended policy adapts: on a working set that slides
+// (recency wins, old counts mislead a frequency sketch) it beats TinyLFU by
+// at least a point, and on a Zipf workload (frequency wins) it stays within
+// half a point of TinyLFU. The runs are deterministic (fixed hash).
+func TestAdaptiveInSimulator(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	shift := make([]uint64, 400_000)
+	for i := range shift {
+		shift[i] = uint64(i/16 + r.IntN(3000))
+	}
+	zipf := Zipf(0.9, 100_000, 400_000, 3)
+	for _, tc := range []struct {
+		name string
+		keys []uint64
+		gain float64 // adaptive − tinylfu must be at least this
+	}{
+		{"sliding working set", shift, 1},
+		{"zipf 0.9", zipf, -0.5},
+	} {
+		a := HitRatio(tc.keys, NewPolicyCache(evict.Adaptive, 1000))
+		tl := HitRatio(tc.keys, NewPolicyCache(evict.TinyLFU, 1000))
+		t.Logf("%s: adaptive %.2f, tinylfu %.2f", tc.name, a, tl)
+		if a-tl < tc.gain {
+			t.Errorf("%s: adaptive %.2f − tinylfu %.2f = %+.2f, want ≥ %+.2f", tc.name, a, tl, a-tl, tc.gain)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package evict
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// cacheRun drives p as the engine does (Access on a hit; Miss, Victim and
+// Remove while full, then Add on a miss) over keys at capacity entries of
+// size 1, calls each after every step, and returns the hit count.
+func cacheRun(t *testing.T, p Policy, capacity int, keys []uint64, each func(i int)) int {
+	t.Helper()
+	m := map[uint64]Handle{}
+	key := map[Handle]uint64{}
+	var free []Handle
+	next := Handle(0)
+	hits := 0
+	for i, k := range keys {
+		hash := mix64(k)
+		if h, ok := m[k]; ok {
+			p.Access(h)
+			hits++
+		} else {
+			p.Miss(hash)
+			for len(m) >= capacity {
+				v, ok := p.Victim(int64(i))
+				if _, live := key[v]; !ok || !live {
+					t.Fatalf("step %d: Victim = %d, %v; not a live handle", i, v, ok)
+				}
+				delete(m, key[v])
+				delete(key, v)
+				p.Remove(v)
+				free = append(free, v)
+			}
+			var h Handle
+			if n := len(free); n > 0 {
+				h, free = free[n-1], free[:n-1]
+			} else {
+				h, next = next, next+1
+			}
+			m[k], key[h] = h, k
+			p.Add(h, Entry{Hash: hash, Size: 1})
+		}
+		if each != nil {
+			each(i)
+		}
+	}
+	return hits
+}
+
+// shifting returns n references to a working set of width keys that
+// slides forward one key every step references: recency is everything,
+// and old frequency is a negative signal.
+func shifting(n, width, step int, seed uint64) []uint64 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = uint64(i/step + r.IntN(width))
+	}
+	return keys
+}
+
+// skewedWithScans returns n references: 90% to a hot set of hot keys with
+// a skewed (squared-uniform) distribution, 10% to never-repeated keys.
+func skewedWithScans(n, hot int, seed uint64) []uint64 {
+	r := rand.New(rand.NewPCG(seed, 2))
+	keys := make([]uint64, n)
+	for i := range keys {
+		if r.IntN(10) == 0 {
+			keys[i] = 1<<40 + uint64(i)
+			continue
+		}
+		u := r.Float64()
+		keys[i] = uint64(u * u * float64(hot))
+	}
+	return keys
+}
+
+// TestAdaptiveInvariants checks the real cache and every miniature cache
+// after each step of two workloads, and that the policy did compare
+// configurations (its miniature caches started and filled).
+func TestAdaptiveInvariants(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys []uint64
+	}{
+		{"shifting", shifting(30_000, 600, 8, 1)},
+		{"skewed with scans", skewedWithScans(30_000, 2000, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newAdaptive(300, adaptiveConfigs)
+			cacheRun(t, p, 300, tc.keys, func(i int) {
+				if i%97 == 0 {
+					if err := p.check(); err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+				}
+			})
+			if err := p.check(); err != nil {
+				t.Fatal(err)
+			}
+			if !p.sims.ready || !p.sims.full {
+				t.Fatalf("miniature caches ready %v, full %v after %d references", p.sims.ready, p.sims.full, len(tc.keys))
+			}
+		})
+	}
+}
+
+// TestAdaptiveLeavesFrequencyWhenRecencyWins guards the point of Adaptive:
+// where the working set slides (recency wins, old counts mislead the
+// sketch), it moves off TinyLFU's configuration and beats TinyLFU; where
+// a skewed hot set is mixed with one-shot keys, it does at least about as
+// well as TinyLFU.
+func TestAdaptiveLeavesFrequencyWhenRecencyWins(t *testing.T) {
+	const capacity = 500
+	shift := shifting(200_000, 1500, 16, 3)
+	a := newAdaptive(capacity, adaptiveConfigs)
+	left := false
+	ha := cacheRun(t, a, capacity, shift, func(int) { left = left || a.sims.cur != 0 })
+	ht := cacheRun(t, newTinyLFU(capacity), capacity, shift, nil)
+	if !left {
+		t.Errorf("shifting working set: Adaptive never left TinyLFU's configuration")
+	}
+	if ha < ht+len(shift)/100 {
+		t.Errorf("shifting working set: Adaptive %d hits, TinyLFU %d: want at least 1 point more", ha, ht)
+	}
+
+	skew := skewedWithScans(200_000, 5000, 3)
+	sa := cacheRun(t, newAdaptive(capacity, adaptiveConfigs), capacity, skew, nil)
+	st := cacheRun(t, newTinyLFU(capacity), capacity, skew, nil)
+	if sa < st-len(skew)/200 {
+		t.Errorf("skewed with scans: Adaptive %d hits, TinyLFU %d: want within 0.5 point", sa, st)
+	}
+	t.Logf("hits of %d: shifting: adaptive %d, tinylfu %d; skewed with scans: adaptive %d, tinylfu %d", len(shift), ha, ht, sa, st)
+}
