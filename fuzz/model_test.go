@@ -1052,6 +1052,7 @@ func (h *harness) commit(pre []engine.Precondition, ops []engine.Op) {
 				if m != nil {
 					fixed = append(fixed, op.Key)
 					deleting = append(deleting, op.Key)
+					need -= size(op.Key, m.val) // deletes apply first: their room is the commit's
 				}
 				continue
 			}
@@ -1076,7 +1077,7 @@ func (h *harness) commit(pre []engine.Precondition, ops []engine.Op) {
 				grow -= size(op.Key, m.val)
 				fixed = append(fixed, op.Key)
 			}
-			need += max(grow, 0)
+			need += grow // the commit needs room for its net change only
 		}
 		if want == nil {
 			want = h.roomErr(need, fixed, touched)
