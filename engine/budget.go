@@ -67,6 +67,9 @@ type room struct {
 	held  int64 // bytes held for the write and not yet resident
 	short int64 // with errVisit: bytes the write still lacks
 	evict bool  // with errVisit: whether the visit may evict live entries
+	// keys: with errVisit, the keys the write writes or deletes, which
+	// the visit must not evict to make room for the write itself.
+	keys []string
 	// carried: the write counts in budget.carriers.
 	carried bool
 }
@@ -156,6 +159,7 @@ func (b *budget) reserveLocked(r *room, need int64, now int64, parts []roomPart,
 		// Evicting everything evictable would not do: only due entries
 		// elsewhere may help, and nothing live is evicted.
 		r.short, r.evict = need-r.held, false
+		r.keepKeys(parts)
 		return errVisit
 	}
 	for _, p := range parts {
@@ -173,7 +177,21 @@ func (b *budget) reserveLocked(r *room, need int64, now int64, parts []roomPart,
 		}
 	}
 	r.short, r.evict = need-r.held, true
+	r.keepKeys(parts)
 	return errVisit
+}
+
+// keepKeys records in r the keys of the entries parts exclude, for the
+// visit: it runs without the write's locks, so it finds them by key.
+func (r *room) keepKeys(parts []roomPart) {
+	r.keys = r.keys[:0]
+	for _, p := range parts {
+		for _, x := range p.exclude {
+			if p.s.ents[x] != 0 {
+				r.keys = append(r.keys, string(p.s.at(x).key()))
+			}
+		}
+	}
 }
 
 // visit is step 3: with no shard lock held, it takes the shards one at a
@@ -204,12 +222,27 @@ func (e *Engine) visit(r *room, ev *[]Removal) error {
 				break
 			}
 		}
+		// The write's own entries are not victims of the room it makes.
+		var mine []uint32
+		for _, k := range r.keys {
+			if ks, h := e.shardFor(k); ks == s {
+				if x, ok := s.findLocked(k, h); ok {
+					mine = append(mine, x)
+				}
+			}
+		}
+		s.hideLocked(mine)
 		for r.evict && s.pol != nil && s.evictb > 0 && r.held < want {
 			if !s.evictOneLocked(now, ev) {
 				break
 			}
 			s.keepLocked(r)
 			removed = true
+		}
+		for _, x := range mine {
+			if s.ents[x] != 0 { // not reclaimed as due meanwhile
+				s.syncPolicyLocked(s.at(x), 0, 0, false)
+			}
 		}
 		s.retaining = false
 		if removed {
