@@ -27,6 +27,36 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	return dst, true
 }
 
+// View calls fn with key's value in place, without copying it, and reports
+// whether the key was found (fn is not called on a miss). It allocates
+// nothing.
+//
+// fn runs after the engine has released every lock, on the calling
+// goroutine, so it may call any method of the engine, writers of the same
+// key included; a write that fn (or anyone) makes while fn runs does not
+// change the bytes fn was given: fn sees the value as it was when View
+// found it. fn must not modify value and must not retain it (or any
+// sub-slice) after it returns: the engine reclaims that memory. To keep
+// the value, copy it (or use Get or AppendGet).
+//
+// The bytes are safe to read for the whole of fn because a record's key
+// and value are never written again once stored: an overwrite writes a new
+// record, and an arena is never reused for new records once they have been
+// removed, only replaced by a new arena (see record.go).
+func (e *Engine) View(key string, fn func(value []byte)) bool {
+	s, h := e.shardFor(key)
+	en, _, ok := e.rlockLive(s, key, h, true)
+	if !ok {
+		return false
+	}
+	v := en.value()
+	s.accessRLocked(en)
+	s.mu.RUnlock()
+	s.hits.Add(1)
+	fn(v)
+	return true
+}
+
 // GetItem returns a copy of key's value with its version and TTL.
 func (e *Engine) GetItem(key string) (Item, bool) {
 	s, h := e.shardFor(key)

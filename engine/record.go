@@ -12,10 +12,13 @@ import (
 //
 //   - arena []byte: one record per entry, a 24-byte header (version,
 //     deadline, value length, key length and flags) followed by the key and
-//     the value. Writes append; an overwrite with a value no longer than the
-//     old one is done in place. Bytes no live record uses are counted as
-//     garbage. When an append does not fit, or garbage exceeds half the
-//     arena, the arena is rebuilt compactly with 25% headroom.
+//     the value. Writes append, overwrites too: a stored record's key and
+//     value are never written again, and an arena's bytes are never reused
+//     for another record (it is replaced by a new arena instead), so
+//     Engine.View can hand a value to a callback that runs with no lock
+//     held. Bytes no live record uses are counted as garbage. When an
+//     append does not fit, or garbage exceeds half a large arena after
+//     removals, the arena is rebuilt compactly with 25% headroom.
 //   - ents []uint32: the arena offset (+1) of each slot's record; 0 marks a
 //     free slot (free slots are kept on a stack and reused). The slot is the
 //     entry's handle for the eviction policy and the expiry index. The array

@@ -135,10 +135,10 @@ func (s *shard) maybeShrinkLocked() {
 			s.free = nil
 			s.garbage = 0
 			s.tab.Reset()
-		} else {
-			s.arena = s.arena[:0]
-			s.garbage = 0
 		}
+		// A small arena keeps its bytes as garbage: its records are
+		// never overwritten (a View may still read one), so new records
+		// go after them until the next rebuild.
 		return
 	}
 	if cap(s.arena) > 64<<10 && s.garbage > len(s.arena)/2 {

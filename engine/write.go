@@ -175,24 +175,20 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
-		if uint32(len(value)) <= en.vlen() {
-			copy(en.value(), value)
-			s.garbage += int(en.vlen()) - len(value)
-			en.setVlen(uint32(len(value)))
-		} else {
-			// Append a new record; the old one becomes garbage. The
-			// allocation may rebuild the arena, so copy the old header
-			// from wherever it is afterwards.
-			off := s.allocLocked(hdrSize + len(key) + len(value))
-			old := s.at(slot)
-			copy(s.arena[off:off+hdrSize], old.hdr())
-			s.garbage += old.recLen()
-			s.ents[slot] = off + 1
-			en = s.at(slot)
-			en.setVlen(uint32(len(value)))
-			copy(en.key(), key)
-			copy(en.value(), value)
-		}
+		// Always a new record, never the old one rewritten in place:
+		// a stored record's key and value are immutable, so a View
+		// still reading the old value is never disturbed. The
+		// allocation may rebuild the arena, so copy the old header from
+		// wherever it is afterwards.
+		off := s.allocLocked(hdrSize + len(key) + len(value))
+		old := s.at(slot)
+		copy(s.arena[off:off+hdrSize], old.hdr())
+		s.garbage += old.recLen()
+		s.ents[slot] = off + 1
+		en = s.at(slot)
+		en.setVlen(uint32(len(value)))
+		copy(en.key(), key)
+		copy(en.value(), value)
 		en.setVersion(s.version)
 		if pin {
 			en.setFlags(en.flags() | flagPinned)
