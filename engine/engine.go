@@ -135,6 +135,8 @@ type Engine struct {
 
 	listenerPanics atomic.Uint64 // recovered in the expiry goroutine
 
+	reads readCounts // hits and misses, striped (see readlog.go)
+
 	// cycleMu guards cycle, every Pass of it, and cycleEv. It is held for
 	// one batch of a cycle at a time and never while a listener runs.
 	cycleMu sync.Mutex
@@ -189,6 +191,7 @@ func New(cfg Config) (*Engine, error) {
 	parts := make([]expiry.Reclaimer, n)
 	for i := range e.shards {
 		s := &e.shards[i]
+		s.mu.s = s
 		s.idx = expiry.NewIndex()
 		s.seed = e.seed
 		s.b = e.b
@@ -197,6 +200,7 @@ func New(cfg Config) (*Engine, error) {
 			s.pol = cfg.Policy.New(cfg.MaxBytes / int64(n))
 			s.volatile = cfg.Policy.Volatile
 			s.deadlines, _ = s.pol.(evict.DeadlineSetter)
+			s.rlog = new(readLog)
 		}
 		parts[i] = reclaimer{e, s}
 	}
@@ -341,9 +345,8 @@ func (e *Engine) Stats() Stats {
 		st.Bytes += s.bytes
 		st.ArenaBytes += int64(cap(s.arena))
 		s.mu.RUnlock()
-		st.Hits += s.hits.Load()
-		st.Misses += s.misses.Load()
 	}
+	st.Hits, st.Misses = e.reads.sum()
 	if e.b != nil && !e.closed.Load() {
 		// One reading of the budget: never over the cap, even while
 		// writes run (a sum over shards read one at a time could be).

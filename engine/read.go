@@ -2,9 +2,12 @@ package engine
 
 import (
 	"iter"
+	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/evict"
+	"github.com/tidekv/tide/internal/table"
 )
 
 // Get returns a copy of key's value.
@@ -16,6 +19,12 @@ func (e *Engine) Get(key string) ([]byte, bool) {
 // allocates nothing when dst has room.
 func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s, h := e.shardFor(key)
+	switch v, r := e.peek(s, key, h); r {
+	case peekHit:
+		return append(dst, v...), true
+	case peekMiss:
+		return dst, false
+	}
 	en, _, ok := e.rlockLive(s, key, h, true)
 	if !ok {
 		return dst, false
@@ -23,7 +32,7 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	dst = append(dst, en.value()...)
 	s.accessRLocked(en)
 	s.mu.RUnlock()
-	s.hits.Add(1)
+	e.countRead(true)
 	return dst, true
 }
 
@@ -45,6 +54,13 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 // removed, only replaced by a new arena (see record.go).
 func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
+	switch v, r := e.peek(s, key, h); r {
+	case peekHit:
+		fn(v)
+		return true
+	case peekMiss:
+		return false
+	}
 	en, _, ok := e.rlockLive(s, key, h, true)
 	if !ok {
 		return false
@@ -52,7 +68,7 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 	v := en.value()
 	s.accessRLocked(en)
 	s.mu.RUnlock()
-	s.hits.Add(1)
+	e.countRead(true)
 	fn(v)
 	return true
 }
@@ -67,7 +83,7 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 	it := itemOf(en, now)
 	s.accessRLocked(en)
 	s.mu.RUnlock()
-	s.hits.Add(1)
+	e.countRead(true)
 	return it, true
 }
 
@@ -88,6 +104,86 @@ func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
 	return ttl, true
 }
 
+// peekResult is what an optimistic read (peek) found.
+type peekResult uint8
+
+const (
+	peekRetry peekResult = iota // inconclusive: read under the lock
+	peekHit
+	peekMiss
+)
+
+// peek looks key up without taking s.mu: a seqlock read (see shardMu). It
+// reads s.mu.seq, then the published arrays (storeView) with atomic loads
+// for every word a writer may change (table words, ents words, record
+// headers), then seq again; the same even value means no writer ran in
+// between, so what it read is the state at that instant: that is the
+// read's linearization point. A hit returns the value in place: a record's
+// key and value never change once stored and an arena is never reused (see
+// record.go), so the bytes stay valid and unchanged for as long as the
+// caller holds them, with no lock. Anything inconclusive — a writer at
+// work, a word pointing outside the arrays the reader holds (a stale
+// view), a key with a deadline (whose read must read the clock under the
+// lock) — returns peekRetry and the caller reads under the lock.
+//
+// A hit or miss is counted in the engine's striped counters and logged for
+// the policy in the shard's readLog; peekRetry counts and logs nothing.
+// peek writes no memory shared by all readers of the shard.
+func (e *Engine) peek(s *shard, key string, h uint64) ([]byte, peekResult) {
+	seq := s.mu.seq.Load()
+	p := s.pub.Load()
+	if seq&1 != 0 || p == nil {
+		return nil, peekRetry
+	}
+	tag := table.Tag(h)
+	i := table.Home(p.words, tag)
+	for range len(p.words) {
+		slot, ok := table.LoadNext(p.words, tag, &i)
+		if !ok {
+			break
+		}
+		if int(slot) >= len(p.ents) {
+			return nil, peekRetry
+		}
+		o := atomic.LoadUint32(&p.ents[slot])
+		off := o - 1
+		if o == 0 || off&7 != 0 || uint64(off)+hdrSize > uint64(len(p.arena)) {
+			return nil, peekRetry
+		}
+		kw := atomic.LoadUint32(hdr32(p.arena, off+hdrKlen))
+		kl := kw & maxKeyLen
+		if int(kl) != len(key) {
+			continue
+		}
+		k := uint64(off) + hdrSize
+		end := k + uint64(kl) + uint64(atomic.LoadUint32(hdr32(p.arena, off+hdrVlen)))
+		if end > uint64(len(p.arena)) {
+			return nil, peekRetry
+		}
+		if string(p.arena[k:k+uint64(kl)]) != key {
+			continue
+		}
+		if atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)) != 0 || s.mu.seq.Load() != seq {
+			return nil, peekRetry
+		}
+		r := rand.Uint32()
+		if kw>>24&flagTracked != 0 && s.rlog != nil {
+			s.rlog.pushAccess(slot, r>>4)
+		}
+		e.reads.count(true, r)
+		return p.arena[k+uint64(kl) : end : end], peekHit
+	}
+	if s.mu.seq.Load() != seq {
+		return nil, peekRetry
+	}
+	r := rand.Uint32()
+	if s.rlog != nil {
+		s.rlog.pushMiss(h, r>>4)
+	}
+	e.reads.count(false, r)
+	return nil, peekMiss
+}
+
 // rlockLive takes s.mu shared and finds key's live entry: the read path
 // every read shares. On success s.mu is still held (the caller releases
 // it), and now is the engine's time if the entry has a deadline, else 0: a
@@ -103,7 +199,7 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 		}
 		s.mu.RUnlock()
 		if counted {
-			s.misses.Add(1)
+			e.countRead(false)
 		}
 		return entry{}, 0, false
 	}
@@ -113,7 +209,7 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 			s.mu.RUnlock()
 			e.expireNow(s, key, h)
 			if counted {
-				s.misses.Add(1)
+				e.countRead(false)
 			}
 			return entry{}, 0, false
 		}

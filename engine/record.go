@@ -1,8 +1,9 @@
 package engine
 
 import (
-	"encoding/binary"
 	"math"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Storage layout (per shard)
@@ -76,21 +77,42 @@ func (s *shard) at(slot uint32) entry { return entry{s, slot, s.ents[slot] - 1} 
 
 func (en entry) hdr() []byte { return en.s.arena[en.off : en.off+hdrSize : en.off+hdrSize] }
 
-func (en entry) version() uint64     { return binary.LittleEndian.Uint64(en.hdr()[hdrVersion:]) }
-func (en entry) deadline() int64     { return int64(binary.LittleEndian.Uint64(en.hdr()[hdrDeadline:])) }
-func (en entry) vlen() uint32        { return binary.LittleEndian.Uint32(en.hdr()[hdrVlen:]) }
-func (en entry) klen() uint32        { return binary.LittleEndian.Uint32(en.hdr()[hdrKlen:]) & maxKeyLen }
-func (en entry) flags() uint32       { return binary.LittleEndian.Uint32(en.hdr()[hdrKlen:]) >> 24 }
-func (en entry) setVersion(v uint64) { binary.LittleEndian.PutUint64(en.hdr()[hdrVersion:], v) }
-func (en entry) setVlen(n uint32)    { binary.LittleEndian.PutUint32(en.hdr()[hdrVlen:], n) }
+// The header's words are read and written with atomic operations, so that an
+// optimistic reader (see shard.peek) that reads them without the lock while
+// a writer changes a deadline or flags races with nothing. Records are
+// 8-byte aligned in an 8-byte aligned arena (see recSize and newArena).
+func hdr64(arena []byte, at uint32) *uint64 { return (*uint64)(unsafe.Pointer(&arena[at])) }
+func hdr32(arena []byte, at uint32) *uint32 { return (*uint32)(unsafe.Pointer(&arena[at])) }
+
+func (en entry) version() uint64 { return atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrVersion)) }
+func (en entry) deadline() int64 {
+	return int64(atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrDeadline)))
+}
+func (en entry) vlen() uint32 { return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrVlen)) }
+func (en entry) klen() uint32 {
+	return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrKlen)) & maxKeyLen
+}
+func (en entry) flags() uint32 { return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrKlen)) >> 24 }
+func (en entry) setVersion(v uint64) {
+	atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrVersion), v)
+}
+func (en entry) setVlen(n uint32) { atomic.StoreUint32(hdr32(en.s.arena, en.off+hdrVlen), n) }
 
 // setDeadlineField writes the deadline; callers use shard.setDeadlineLocked.
 func (en entry) setDeadlineField(d int64) {
-	binary.LittleEndian.PutUint64(en.hdr()[hdrDeadline:], uint64(d))
+	atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrDeadline), uint64(d))
 }
 
 func (en entry) setFlags(f uint32) {
-	binary.LittleEndian.PutUint32(en.hdr()[hdrKlen:], en.klen()|f<<24)
+	atomic.StoreUint32(hdr32(en.s.arena, en.off+hdrKlen), en.klen()|f<<24)
+}
+
+// putHeader writes a whole header at off.
+func putHeader(arena []byte, off uint32, version uint64, deadline int64, vlen, klen, flags uint32) {
+	atomic.StoreUint64(hdr64(arena, off+hdrVersion), version)
+	atomic.StoreUint64(hdr64(arena, off+hdrDeadline), uint64(deadline))
+	atomic.StoreUint32(hdr32(arena, off+hdrVlen), vlen)
+	atomic.StoreUint32(hdr32(arena, off+hdrKlen), klen|flags<<24)
 }
 
 func (en entry) key() []byte {
@@ -104,6 +126,18 @@ func (en entry) value() []byte {
 }
 
 // recLen is the record's length in the arena.
-func (en entry) recLen() int { return hdrSize + int(en.klen()) + int(en.vlen()) }
+func (en entry) recLen() int { return recSize(int(en.klen()), int(en.vlen())) }
+
+// recSize is the arena bytes of a record with a key of klen and a value of
+// vlen bytes: header, key and value, rounded up to 8 so that every header
+// is 8-byte aligned.
+func recSize(klen, vlen int) int { return (hdrSize + klen + vlen + 7) &^ 7 }
+
+// newArena returns an empty arena of capacity n (a multiple of 8), 8-byte
+// aligned: its memory is a []uint64's.
+func newArena(n int) []byte {
+	w := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), len(w)*8)[:0]
+}
 
 func (en entry) size() int64 { return int64(en.klen()) + int64(en.vlen()) + EntryOverhead }

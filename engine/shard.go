@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/expiry"
@@ -12,10 +13,13 @@ import (
 )
 
 type shard struct {
-	// mu guards every field of the shard except hits and misses. Reads take
-	// it shared; a read hit updates eviction metadata through the policy's
-	// concurrent-safe Access, never under the exclusive lock.
-	mu      sync.RWMutex
+	// mu guards every field of the shard except pub and rlog (which are
+	// safe for concurrent use). Writers take it exclusively, which makes
+	// mu.seq odd for as long as they hold it. Reads of a key without a TTL
+	// do not take it at all (see peek); other reads take it shared.
+	mu      shardMu
+	pub     atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
+	rlog    *readLog                  // reads peek reports to pol; nil without a policy
 	tab     table.Table
 	ents    []uint32 // slot → record offset + 1; 0 = free
 	free    []uint32 // free slots
@@ -47,10 +51,69 @@ type shard struct {
 
 	sink uint64 // keeps the reclaim loop's warming loads alive
 
-	_      [64]byte
-	hits   atomic.Uint64
-	misses atomic.Uint64
-	_      [48]byte
+	_ [64]byte // keep the next shard's lock off this shard's last line
+}
+
+// shardMu is a shard's lock: an RWMutex plus a sequence count that lets
+// readers work without it (a seqlock). Lock makes seq odd and Unlock makes
+// it even again, so a reader that reads seq, then the shard's storage with
+// atomic loads, then seq again, and finds the same even number, has read a
+// state no writer changed in between. Lock first hands the reads buffered
+// by such readers to the eviction policy (drainReadsLocked); Unlock
+// publishes the shard's arrays if a writer replaced one (publishLocked).
+// RLock and RUnlock are the RWMutex's.
+type shardMu struct {
+	rw  sync.RWMutex
+	seq atomic.Uint64
+	s   *shard // the shard this lock guards; set once by New
+}
+
+func (m *shardMu) Lock() {
+	m.rw.Lock()
+	m.seq.Add(1)
+	m.s.drainReadsLocked()
+}
+
+// TryLock is Lock if the lock is free.
+func (m *shardMu) TryLock() bool {
+	if !m.rw.TryLock() {
+		return false
+	}
+	m.seq.Add(1)
+	m.s.drainReadsLocked()
+	return true
+}
+
+func (m *shardMu) Unlock() {
+	m.s.publishLocked()
+	m.seq.Add(1)
+	m.rw.Unlock()
+}
+
+func (m *shardMu) RLock()   { m.rw.RLock() }
+func (m *shardMu) RUnlock() { m.rw.RUnlock() }
+
+// storeView is what an optimistic reader needs of a shard's storage: the
+// table's words and the ents and arena arrays up to their capacity. It is
+// replaced (never changed) when a writer replaces one of the arrays; the
+// arrays' words are changed in place with atomic stores.
+type storeView struct {
+	words []uint64
+	ents  []uint32
+	arena []byte
+}
+
+// publishLocked makes pub describe the shard's current arrays, allocating a
+// new view only when an array was replaced (a table resize, ents growth, an
+// arena rebuild): amortised O(1) per write.
+func (s *shard) publishLocked() {
+	w := s.tab.Words()
+	if p := s.pub.Load(); p != nil && len(p.words) == len(w) && unsafe.SliceData(p.words) == unsafe.SliceData(w) &&
+		cap(p.ents) == cap(s.ents) && unsafe.SliceData(p.ents) == unsafe.SliceData(s.ents) &&
+		cap(p.arena) == cap(s.arena) && unsafe.SliceData(p.arena) == unsafe.SliceData(s.arena) {
+		return
+	}
+	s.pub.Store(&storeView{w, s.ents[:cap(s.ents)], s.arena[:cap(s.arena)]})
 }
 
 // hash returns the engine's hash of a stored key: equal to what
@@ -92,6 +155,7 @@ func (s *shard) newSlotLocked() uint32 {
 // It may rebuild the arena, which moves every live entry's bytes (offsets
 // in ents are updated; slices of the old arena must not be used after).
 func (s *shard) allocLocked(n int) uint32 {
+	n = (n + 7) &^ 7 // records stay 8-byte aligned
 	if len(s.arena)+n > cap(s.arena) {
 		s.compactLocked(n)
 	}
@@ -110,7 +174,8 @@ func (s *shard) compactLocked(extra int) {
 	if int64(want) > maxArena {
 		want = int(maxArena)
 	}
-	na := make([]byte, 0, want)
+	want &^= 7
+	na := newArena(want)
 	for i, o := range s.ents {
 		if o == 0 {
 			continue
@@ -118,7 +183,7 @@ func (s *shard) compactLocked(extra int) {
 		en := entry{s, uint32(i), o - 1}
 		off := len(na)
 		na = append(na, s.arena[en.off:int(en.off)+en.recLen()]...)
-		s.ents[i] = uint32(off) + 1
+		atomic.StoreUint32(&s.ents[i], uint32(off)+1)
 	}
 	s.arena = na
 	s.garbage = 0
@@ -216,19 +281,10 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	case CauseDeleted:
 		s.deleted++
 	}
-	s.ents[slot] = 0
+	atomic.StoreUint32(&s.ents[slot], 0)
 	s.free = append(s.free, slot)
 	if hadTTL {
 		s.ttlLive-- // its index item is now garbage
 		s.boundIndexLocked()
-	}
-}
-
-// countRead counts a read's hit or miss.
-func (s *shard) countRead(hit bool) {
-	if hit {
-		s.hits.Add(1)
-	} else {
-		s.misses.Add(1)
 	}
 }

@@ -3,7 +3,9 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,5 +178,103 @@ func mustSet(t testing.TB, e *Engine, key, value string) {
 	t.Helper()
 	if _, err := e.Set(key, []byte(value)); err != nil {
 		t.Fatalf("Set(%q): %v", key, err)
+	}
+}
+
+// A read that starts after a write has returned sees that write (or a
+// later one), whichever path it takes: the optimistic read must never
+// answer from a stale view of the shard while writers grow the table and
+// ents, rebuild the arena (values of changing lengths) and reuse slots
+// (other keys deleted and created).
+func TestReadsAfterAWriteSeeIt(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: evict.TinyLFU})
+	iters := 3000
+	if raceEnabled {
+		iters = 1000
+	}
+	var done atomic.Int64 // the highest value whose Set has returned
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // churn: other keys come and go, moving slots and table words
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := fmt.Sprintf("churn-%d", i%97)
+			if i%3 == 0 {
+				e.Delete(k)
+			} else if _, err := e.Set(k, bytes.Repeat([]byte{'c'}, i%300)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	readers := make(chan error, 2)
+	for range 2 {
+		go func() {
+			var buf []byte
+			for {
+				want := done.Load()
+				if want >= int64(iters) {
+					readers <- nil
+					return
+				}
+				check := func(v []byte) error {
+					got, err := strconv.ParseInt(string(bytes.TrimRight(v, "-")), 10, 64)
+					if err != nil || got < want {
+						return fmt.Errorf("read %q after the write of %d had returned", v, want)
+					}
+					return nil
+				}
+				var ok bool
+				if buf, ok = e.AppendGet(buf[:0], "k"); ok {
+					if err := check(buf); err != nil {
+						readers <- err
+						return
+					}
+				}
+				var err error
+				e.View("k", func(v []byte) { err = check(v) })
+				if err != nil {
+					readers <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 1; i <= iters; i++ {
+		// Lengths vary so that overwrites append and rebuild the arena.
+		if _, err := e.Set("k", append([]byte(strconv.Itoa(i)), bytes.Repeat([]byte{'-'}, i%50)...)); err != nil {
+			t.Fatal(err)
+		}
+		done.Store(int64(i))
+	}
+	for range 2 {
+		if err := <-readers; err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	mustCheck(t, e)
+}
+
+// The plain read allocates nothing into a buffer with room, on the
+// optimistic path and on the locked one (a key with a TTL).
+func TestAppendGetAllocatesNothing(t *testing.T) {
+	e, _ := newTest(t, Config{MaxBytes: 1 << 20, Policy: evict.TinyLFU})
+	mustSet(t, e, "k", "some value")
+	if _, err := e.SetTTL("t", []byte("some value"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, 64)
+	for _, k := range []string{"k", "t", "absent"} {
+		if a := testing.AllocsPerRun(100, func() { buf, _ = e.AppendGet(buf[:0], k) }); a != 0 {
+			t.Errorf("AppendGet(%q) allocates %v per call, want 0", k, a)
+		}
 	}
 }
