@@ -80,8 +80,13 @@
 // # Concurrency
 //
 // An Engine is safe for concurrent use. Every operation on a key is
-// linearizable. Reads of a live key take a shard's lock in shared mode and
-// do not read the clock unless the key has a TTL.
+// linearizable. Get, AppendGet and View of a key without a TTL (and of a
+// missing key) take no lock and write no memory shared by the shard's
+// readers: an optimistic read validated by the shard's sequence count (a
+// seqlock; see shardMu and peek), retried under the lock when a writer ran
+// meanwhile. Reads of a key with a TTL, and the other reads, take the
+// shard's lock in shared mode and read the clock under it. View's callback
+// runs with no lock held.
 package engine
 
 import (
@@ -106,10 +111,17 @@ import (
 // and an open-addressing table; see record.go) plus a B-tree of deadlines and
 // an eviction policy instance.
 //
-// Cost: a read hashes the key, takes the shard lock shared, probes the table
-// (expected about one probe), compares the key, copies the value, and reads
-// the clock only if the key has a TTL: O(1), no allocation with AppendGet.
-// A write takes the shard lock exclusively: O(1) plus O(log n) in the
+// Cost: a read hashes the key, probes the table (expected about one probe),
+// compares the key and copies the value (View: no copy), without a lock for
+// a key without TTL (it reads the shard's sequence count twice and writes
+// one striped hit counter and, under a cap, one striped slot of the
+// shard's read log) and under the shard lock shared otherwise, reading the
+// clock only if the key has a TTL: O(1), no allocation with AppendGet or
+// View. A read makes three dependent memory accesses on a hit: table
+// word, ents word, record.
+// A write takes the shard lock exclusively (first handing the reads logged
+// since the last write to the policy, at most 84 events): O(1) plus
+// O(log n) in the
 // expiry index when the key gets a TTL it did not have or an earlier one,
 // plus the eviction policy's cost when the engine is at its cap (see
 // budget: MaxBytes is one engine-wide budget, a write makes room in its own

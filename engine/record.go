@@ -29,6 +29,17 @@ import (
 //     the slot (8 bytes a word, load ≤ 3/4); keys are confirmed against the
 //     arena.
 //
+// Records are 8-byte aligned (recSize pads them) in an 8-byte aligned
+// arena (newArena), and every header word is read and written with
+// sync/atomic; ents and table words are stored with sync/atomic too. That
+// is what lets a reader without the lock (Engine.peek) read them while a
+// writer works, race-free under the Go memory model: it reads the shard's
+// published arrays (storeView, replaced when a writer replaces an array),
+// follows table word → ents word → record, and keeps the result only if
+// the shard's sequence count did not move (see shardMu). A record's key
+// and value bytes are written before ents points to the record and never
+// after, so the reader reads them with plain loads.
+//
 // A read is thus: hash, table word, ents word, record (header, key and
 // value are contiguous). Entries with a TTL also have an item (deadline,
 // slot) in the shard's expiry.Index, a B-tree of pointer-free items, filed
