@@ -119,9 +119,9 @@ import (
 // clock only if the key has a TTL: O(1), no allocation with AppendGet or
 // View. A read makes three dependent memory accesses on a hit: table
 // word, ents word, record.
-// A write takes the shard lock exclusively (first handing the reads logged
-// since the last write to the policy, at most 84 events): O(1) plus
-// O(log n) in the
+// A write takes the shard lock exclusively (every 8th time, and before
+// every eviction, first handing the reads logged meanwhile to the policy,
+// at most 84 events): O(1) plus O(log n) in the
 // expiry index when the key gets a TTL it did not have or an earlier one,
 // plus the eviction policy's cost when the engine is at its cap (see
 // budget: MaxBytes is one engine-wide budget, a write makes room in its own

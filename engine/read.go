@@ -19,9 +19,15 @@ func (e *Engine) Get(key string) ([]byte, bool) {
 // allocates nothing when dst has room.
 func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s, h := e.shardFor(key)
-	switch v, r := e.peek(s, key, h); r {
+	switch pk := e.peek(s, key, h); pk.r {
 	case peekHit:
-		return append(dst, v...), true
+		n := len(dst)
+		dst = loadValue(dst, pk.arena, pk.val, pk.vlen)
+		if pk.valid(s) {
+			e.peekHit(s, pk)
+			return dst, true
+		}
+		dst = dst[:n]
 	case peekMiss:
 		return dst, false
 	}
@@ -48,16 +54,21 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 // sub-slice) after it returns: the engine reclaims that memory. To keep
 // the value, copy it (or use Get or AppendGet).
 //
-// The bytes are safe to read for the whole of fn because a record's key
-// and value are never written again once stored: an overwrite writes a new
-// record, and an arena is never reused for new records once they have been
-// removed, only replaced by a new arena (see record.go).
+// The bytes are safe to read for the whole of fn because View marks the
+// record (flagViewed) before it calls fn: a marked record's value is never
+// overwritten in place (an overwrite writes a new record), and an arena's
+// bytes are never reused for another record, only replaced by a new arena
+// (see record.go). The cost of the mark: one compare-and-swap on the
+// record's header the first time a record is viewed.
 func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
-	switch v, r := e.peek(s, key, h); r {
+	switch pk := e.peek(s, key, h); pk.r {
 	case peekHit:
-		fn(v)
-		return true
+		if pk.markViewed() && pk.valid(s) {
+			e.peekHit(s, pk)
+			fn(pk.arena[pk.val : pk.val+uint32(pk.vlen)])
+			return true
+		}
 	case peekMiss:
 		return false
 	}
@@ -65,6 +76,7 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 	if !ok {
 		return false
 	}
+	en.markViewed()
 	v := en.value()
 	s.accessRLocked(en)
 	s.mu.RUnlock()
@@ -113,27 +125,38 @@ const (
 	peekMiss
 )
 
-// peek looks key up without taking s.mu: a seqlock read (see shardMu). It
-// reads s.mu.seq, then the published arrays (storeView) with atomic loads
-// for every word a writer may change (table words, ents words, record
-// headers), then seq again; the same even value means no writer ran in
-// between, so what it read is the state at that instant: that is the
-// read's linearization point. A hit returns the value in place: a record's
-// key and value never change once stored and an arena is never reused (see
-// record.go), so the bytes stay valid and unchanged for as long as the
-// caller holds them, with no lock. Anything inconclusive — a writer at
-// work, a word pointing outside the arrays the reader holds (a stale
-// view), a key with a deadline (whose read must read the clock under the
-// lock) — returns peekRetry and the caller reads under the lock.
-//
-// A hit or miss is counted in the engine's striped counters and logged for
-// the policy in the shard's readLog; peekRetry counts and logs nothing.
+// peeked is what peek found: on a hit, where the record and its value are
+// in the arena the reader holds, and the sequence count to validate
+// against.
+type peeked struct {
+	r     peekResult
+	arena []byte
+	off   uint32 // the record
+	val   uint32 // its value (valueAt)
+	vlen  int
+	kw    uint32 // the record's key length and flags word
+	slot  uint32
+	seq   uint64
+}
+
+// peek looks key up without taking s.mu: the first half of a seqlock read
+// (see shardMu). It reads s.mu.seq, then the published arrays (storeView)
+// with atomic loads for every word a writer may change (table words, ents
+// words, record headers). A miss is validated (seq read again, unchanged)
+// and counted here. A hit is not yet: the caller reads the value (with
+// atomic loads: it may be overwritten in place, see storeValue), then
+// checks valid: the same even count means no writer ran since the first
+// read, so what the reader read is the state at that instant, the read's
+// linearization point; then it calls peekHit. Anything inconclusive — a
+// writer at work, a word pointing outside the arrays the reader holds (a
+// stale view), a key with a deadline (whose read must read the clock
+// under the lock) — is peekRetry, and the caller reads under the lock.
 // peek writes no memory shared by all readers of the shard.
-func (e *Engine) peek(s *shard, key string, h uint64) ([]byte, peekResult) {
+func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 	seq := s.mu.seq.Load()
 	p := s.pub.Load()
 	if seq&1 != 0 || p == nil {
-		return nil, peekRetry
+		return peeked{}
 	}
 	tag := table.Tag(h)
 	i := table.Home(p.words, tag)
@@ -143,45 +166,63 @@ func (e *Engine) peek(s *shard, key string, h uint64) ([]byte, peekResult) {
 			break
 		}
 		if int(slot) >= len(p.ents) {
-			return nil, peekRetry
+			return peeked{}
 		}
 		o := atomic.LoadUint32(&p.ents[slot])
 		off := o - 1
 		if o == 0 || off&7 != 0 || uint64(off)+hdrSize > uint64(len(p.arena)) {
-			return nil, peekRetry
+			return peeked{}
 		}
 		kw := atomic.LoadUint32(hdr32(p.arena, off+hdrKlen))
 		kl := kw & maxKeyLen
 		if int(kl) != len(key) {
 			continue
 		}
-		k := uint64(off) + hdrSize
-		end := k + uint64(kl) + uint64(atomic.LoadUint32(hdr32(p.arena, off+hdrVlen)))
-		if end > uint64(len(p.arena)) {
-			return nil, peekRetry
+		vl := atomic.LoadUint32(hdr32(p.arena, off+hdrVlen))
+		if uint64(off)+uint64(recSize(int(kl), int(vl))) > uint64(len(p.arena)) {
+			return peeked{}
 		}
-		if string(p.arena[k:k+uint64(kl)]) != key {
+		k := off + hdrSize
+		if string(p.arena[k:k+kl]) != key {
 			continue
 		}
-		if atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)) != 0 || s.mu.seq.Load() != seq {
-			return nil, peekRetry
+		if atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)) != 0 {
+			return peeked{}
 		}
-		r := rand.Uint32()
-		if kw>>24&flagTracked != 0 && s.rlog != nil {
-			s.rlog.pushAccess(slot, r>>4)
-		}
-		e.reads.count(true, r)
-		return p.arena[k+uint64(kl) : end : end], peekHit
+		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kl), vlen: int(vl), kw: kw, slot: slot, seq: seq}
 	}
 	if s.mu.seq.Load() != seq {
-		return nil, peekRetry
+		return peeked{}
 	}
 	r := rand.Uint32()
 	if s.rlog != nil {
 		s.rlog.pushMiss(h, r>>4)
 	}
 	e.reads.count(false, r)
-	return nil, peekMiss
+	return peeked{r: peekMiss}
+}
+
+// valid reports whether no writer ran in s since peek read its sequence
+// count: what was read since is the state of that instant.
+func (pk *peeked) valid(s *shard) bool { return s.mu.seq.Load() == pk.seq }
+
+// markViewed sets flagViewed on the record peek found (see View), and
+// reports false if a concurrent change of the header made it fail (the
+// caller then reads under the lock). The caller validates afterwards.
+func (pk *peeked) markViewed() bool {
+	if pk.kw>>24&flagViewed != 0 {
+		return true
+	}
+	return atomic.CompareAndSwapUint32(hdr32(pk.arena, pk.off+hdrKlen), pk.kw, pk.kw|flagViewed<<24)
+}
+
+// peekHit counts a validated hit and logs it for the policy.
+func (e *Engine) peekHit(s *shard, pk peeked) {
+	r := rand.Uint32()
+	if pk.kw>>24&flagTracked != 0 && s.rlog != nil {
+		s.rlog.pushAccess(pk.slot, r>>4)
+	}
+	e.reads.count(true, r)
 }
 
 // rlockLive takes s.mu shared and finds key's live entry: the read path

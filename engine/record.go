@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"math"
 	"sync/atomic"
 	"unsafe"
@@ -13,13 +14,16 @@ import (
 //
 //   - arena []byte: one record per entry, a 24-byte header (version,
 //     deadline, value length, key length and flags) followed by the key and
-//     the value. Writes append, overwrites too: a stored record's key and
-//     value are never written again, and an arena's bytes are never reused
-//     for another record (it is replaced by a new arena instead), so
-//     Engine.View can hand a value to a callback that runs with no lock
-//     held. Bytes no live record uses are counted as garbage. When an
-//     append does not fit, or garbage exceeds half a large arena after
-//     removals, the arena is rebuilt compactly with 25% headroom.
+//     the value, each padded to 8 bytes. Writes append. An overwrite whose
+//     value fits the old one's padded length is done in place, with atomic
+//     word stores, unless a View may be reading the old value in place
+//     (flagViewed): then it appends a new record, and the old record's
+//     bytes are never written again. An arena's bytes are never reused for
+//     another record: when an append does not fit, or garbage exceeds half
+//     a large arena after removals, the arena is rebuilt compactly into a
+//     new array (25% headroom, more for an arena that filled with
+//     garbage). So Engine.View can hand a value to a callback that runs
+//     with no lock held. Bytes no live record uses are counted as garbage.
 //   - ents []uint32: the arena offset (+1) of each slot's record; 0 marks a
 //     free slot (free slots are kept on a stack and reused). The slot is the
 //     entry's handle for the eviction policy and the expiry index. The array
@@ -37,8 +41,10 @@ import (
 // published arrays (storeView, replaced when a writer replaces an array),
 // follows table word → ents word → record, and keeps the result only if
 // the shard's sequence count did not move (see shardMu). A record's key
-// and value bytes are written before ents points to the record and never
-// after, so the reader reads them with plain loads.
+// bytes are written before ents points to the record and never after, so
+// the reader compares them with plain loads; it copies the value with
+// atomic word loads (loadValue), since a writer may overwrite it in place
+// (storeValue), and a View hands it out only once flagViewed is set.
 //
 // A read is thus: hash, table word, ents word, record (header, key and
 // value are contiguous). Entries with a TTL also have an item (deadline,
@@ -58,6 +64,10 @@ const EntryOverhead = 64
 const (
 	flagPinned  = 1 << iota // never evicted
 	flagTracked             // known to the eviction policy
+	// flagViewed: a View may be reading the value in place, so the record
+	// must not be overwritten in place (an overwrite appends a new record
+	// instead). Set by View; not carried over by an arena rebuild.
+	flagViewed
 )
 
 // Record header layout, little endian.
@@ -85,8 +95,6 @@ type entry struct {
 
 // at returns the entry at a live slot.
 func (s *shard) at(slot uint32) entry { return entry{s, slot, s.ents[slot] - 1} }
-
-func (en entry) hdr() []byte { return en.s.arena[en.off : en.off+hdrSize : en.off+hdrSize] }
 
 // The header's words are read and written with atomic operations, so that an
 // optimistic reader (see shard.peek) that reads them without the lock while
@@ -132,17 +140,63 @@ func (en entry) key() []byte {
 }
 
 func (en entry) value() []byte {
-	v := en.off + hdrSize + en.klen()
+	v := valueAt(en.off, en.klen())
 	return en.s.arena[v : v+en.vlen()]
+}
+
+// pad8 rounds n up to a multiple of 8.
+func pad8[T ~uint32 | ~uint64 | ~int](n T) T { return (n + 7) &^ 7 }
+
+// valueAt is the arena offset of the value of the record at off with a key
+// of klen bytes: 8-byte aligned, so that it can be read and overwritten in
+// place a word at a time with atomic operations.
+func valueAt(off, klen uint32) uint32 { return off + hdrSize + pad8(klen) }
+
+// storeValue writes value at v (from valueAt) with atomic word stores, the
+// last word zero-padded: an optimistic reader copying the value at the same
+// time (loadValue) races with nothing, and its sequence check discards
+// what it read.
+func storeValue(arena []byte, v uint32, value []byte) {
+	var w [8]byte
+	for i := 0; i < len(value); i += 8 {
+		n := copy(w[:], value[i:])
+		clear(w[n:])
+		atomic.StoreUint64(hdr64(arena, v+uint32(i)), binary.LittleEndian.Uint64(w[:]))
+	}
+}
+
+// loadValue appends the n-byte value at v to dst with atomic word loads.
+func loadValue(dst []byte, arena []byte, v uint32, n int) []byte {
+	for i := 0; i < n; i += 8 {
+		w := atomic.LoadUint64(hdr64(arena, v+uint32(i)))
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], w)
+		dst = append(dst, b[:min(8, n-i)]...)
+	}
+	return dst
+}
+
+// markViewed sets flagViewed (see View). The caller holds the shard's lock
+// shared, or reads optimistically and validates the shard's sequence count
+// afterwards (a writer's read-modify-write of the flags word may then undo
+// the mark, but also moves the count).
+func (en entry) markViewed() {
+	p := hdr32(en.s.arena, en.off+hdrKlen)
+	for {
+		w := atomic.LoadUint32(p)
+		if w>>24&flagViewed != 0 || atomic.CompareAndSwapUint32(p, w, w|flagViewed<<24) {
+			return
+		}
+	}
 }
 
 // recLen is the record's length in the arena.
 func (en entry) recLen() int { return recSize(int(en.klen()), int(en.vlen())) }
 
 // recSize is the arena bytes of a record with a key of klen and a value of
-// vlen bytes: header, key and value, rounded up to 8 so that every header
-// is 8-byte aligned.
-func recSize(klen, vlen int) int { return (hdrSize + klen + vlen + 7) &^ 7 }
+// vlen bytes: header, key and value, each padded to 8 bytes so that every
+// header and value is 8-byte aligned.
+func recSize(klen, vlen int) int { return hdrSize + pad8(klen) + pad8(vlen) }
 
 // newArena returns an empty arena of capacity n (a multiple of 8), 8-byte
 // aligned: its memory is a []uint64's.

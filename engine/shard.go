@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -51,6 +50,8 @@ type shard struct {
 
 	sink uint64 // keeps the reclaim loop's warming loads alive
 
+	locks uint64 // exclusive locks taken (see lockedLocked)
+
 	_ [64]byte // keep the next shard's lock off this shard's last line
 }
 
@@ -59,7 +60,7 @@ type shard struct {
 // it even again, so a reader that reads seq, then the shard's storage with
 // atomic loads, then seq again, and finds the same even number, has read a
 // state no writer changed in between. Lock first hands the reads buffered
-// by such readers to the eviction policy (drainReadsLocked); Unlock
+// by such readers to the eviction policy (lockedLocked); Unlock
 // publishes the shard's arrays if a writer replaced one (publishLocked).
 // RLock and RUnlock are the RWMutex's.
 type shardMu struct {
@@ -71,7 +72,7 @@ type shardMu struct {
 func (m *shardMu) Lock() {
 	m.rw.Lock()
 	m.seq.Add(1)
-	m.s.drainReadsLocked()
+	m.s.lockedLocked()
 }
 
 // TryLock is Lock if the lock is free.
@@ -80,8 +81,21 @@ func (m *shardMu) TryLock() bool {
 		return false
 	}
 	m.seq.Add(1)
-	m.s.drainReadsLocked()
+	m.s.lockedLocked()
 	return true
+}
+
+// drainEvery is how many exclusive locks of a shard go by between two
+// drains of its read log (a drain also precedes every eviction): reading
+// the log's stripes costs a cache miss each, so it is amortised.
+const drainEvery = 8
+
+// lockedLocked is what every exclusive lock starts with: every drainEvery-th
+// time, the logged reads go to the policy.
+func (s *shard) lockedLocked() {
+	if s.locks++; s.locks%drainEvery == 0 {
+		s.drainReadsLocked()
+	}
 }
 
 func (m *shardMu) Unlock() {
@@ -131,8 +145,9 @@ func (s *shard) findLocked(key string, hash uint64) (uint32, bool) {
 			return 0, false
 		}
 		off := s.ents[slot] - 1
-		h := s.arena[off : off+hdrSize : off+hdrSize]
-		if kl := binary.LittleEndian.Uint32(h[hdrKlen:]) & maxKeyLen; int(kl) == len(key) &&
+		// The flags word is read atomically: a View may set flagViewed
+		// without the exclusive lock.
+		if kl := atomic.LoadUint32(hdr32(s.arena, off+hdrKlen)) & maxKeyLen; int(kl) == len(key) &&
 			string(s.arena[off+hdrSize:off+hdrSize+kl]) == key {
 			return slot, true
 		}
@@ -187,7 +202,14 @@ func (s *shard) compactLocked(extra int) {
 		}
 		en := entry{s, uint32(i), o - 1}
 		off := len(na)
-		na = append(na, s.arena[en.off:int(en.off)+en.recLen()]...)
+		// The header word by word with atomic loads (a View may set
+		// flagViewed meanwhile, without the exclusive lock), the key
+		// and value (changed only under it) in one copy. No View reads
+		// the copy: it may be overwritten in place, so flagViewed is
+		// not carried over.
+		na = na[:off+en.recLen()]
+		putHeader(na, uint32(off), en.version(), en.deadline(), en.vlen(), en.klen(), en.flags()&^flagViewed)
+		copy(na[off+hdrSize:], s.arena[int(en.off)+hdrSize:int(en.off)+en.recLen()])
 		atomic.StoreUint32(&s.ents[i], uint32(off)+1)
 	}
 	s.arena = na

@@ -175,20 +175,29 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
-		// Always a new record, never the old one rewritten in place:
-		// a stored record's key and value are immutable, so a View
-		// still reading the old value is never disturbed. The
-		// allocation may rebuild the arena, so take the old header from
-		// wherever it is afterwards. The record is complete before
-		// ents points to it (optimistic readers follow ents).
-		off := s.allocLocked(hdrSize + len(key) + len(value))
-		old := s.at(slot)
-		putHeader(s.arena, off, old.version(), old.deadline(), uint32(len(value)), uint32(len(key)), old.flags())
-		copy(s.arena[off+hdrSize:], key)
-		copy(s.arena[off+hdrSize+uint32(len(key)):], value)
-		s.garbage += old.recLen()
-		atomic.StoreUint32(&s.ents[slot], off+1)
-		en = s.at(slot)
+		if pad8(len(value)) <= pad8(int(en.vlen())) && en.flags()&flagViewed == 0 {
+			// In place, a word at a time with atomic stores: an
+			// optimistic reader copying the old value races with
+			// nothing and discards its copy (the sequence count moved).
+			oldRec := en.recLen()
+			storeValue(s.arena, valueAt(en.off, en.klen()), value)
+			en.setVlen(uint32(len(value)))
+			s.garbage += oldRec - en.recLen()
+		} else {
+			// A new record: the old one may be read in place by a View
+			// (flagViewed), whose bytes must not change under it, or is
+			// too short. The allocation may rebuild the arena, so take
+			// the old header from wherever it is afterwards. The record
+			// is complete before ents points to it.
+			off := s.allocLocked(recSize(len(key), len(value)))
+			old := s.at(slot)
+			putHeader(s.arena, off, old.version(), old.deadline(), uint32(len(value)), uint32(len(key)), old.flags()&^flagViewed)
+			copy(s.arena[off+hdrSize:], key)
+			copy(s.arena[valueAt(off, uint32(len(key))):], value)
+			s.garbage += old.recLen()
+			atomic.StoreUint32(&s.ents[slot], off+1)
+			en = s.at(slot)
+		}
 		en.setVersion(s.version)
 		if pin {
 			en.setFlags(en.flags() | flagPinned)
@@ -198,7 +207,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 		s.syncPolicyLocked(en, h, oldSize, true)
 		return en.version()
 	}
-	off := s.allocLocked(hdrSize + len(key) + len(value))
+	off := s.allocLocked(recSize(len(key), len(value)))
 	slot = s.newSlotLocked()
 	var flags uint32
 	if pin {
@@ -206,7 +215,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 	}
 	putHeader(s.arena, off, s.version, 0, uint32(len(value)), uint32(len(key)), flags)
 	copy(s.arena[off+hdrSize:], key)
-	copy(s.arena[off+hdrSize+uint32(len(key)):], value)
+	copy(s.arena[valueAt(off, uint32(len(key))):], value)
 	atomic.StoreUint32(&s.ents[slot], off+1) // the record is complete first
 	en := s.at(slot)
 	s.setDeadlineLocked(en, deadline)
