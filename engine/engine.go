@@ -7,7 +7,8 @@
 //
 // Keys are strings (any bytes, the empty string included) up to
 // Config.MaxKeySize. Values are []byte, copied on write; reads return copies
-// (or append into a caller's buffer), never memory the engine will change.
+// (or append into a caller's buffer), never memory the engine will change;
+// View lends the stored bytes to a callback, unchanged while it runs.
 //
 // Every successful write that changes a key's value assigns it a new
 // version: a uint64 from a per-shard counter that only increases, so a

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"iter"
 	"math/rand/v2"
 	"sync/atomic"
@@ -64,7 +65,9 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
 	switch pk := e.peek(s, key, h); pk.r {
 	case peekHit:
-		if pk.markViewed() && pk.valid(s) {
+		// Validated before the mark too, so that the compare-and-swap
+		// hits a real header, never bytes of a stale view.
+		if pk.valid(s) && pk.markViewed() && pk.valid(s) {
 			e.peekHit(s, pk)
 			fn(pk.arena[pk.val : pk.val+uint32(pk.vlen)])
 			return true
@@ -140,9 +143,10 @@ type peeked struct {
 }
 
 // peek looks key up without taking s.mu: the first half of a seqlock read
-// (see shardMu). It reads s.mu.seq, then the published arrays (storeView)
-// with atomic loads for every word a writer may change (table words, ents
-// words, record headers). A miss is validated (seq read again, unchanged)
+// (see shardMu). It reads s.mu.seq, then the published arrays (storeView),
+// every word with an atomic load (table words, ents words, record headers,
+// the key: keyEqual): a stale view may read any bytes of an old arena as a
+// header or key, and some of those are written concurrently (flagViewed). A miss is validated (seq read again, unchanged)
 // and counted here. A hit is not yet: the caller reads the value (with
 // atomic loads: it may be overwritten in place, see storeValue), then
 // checks valid: the same even count means no writer ran since the first
@@ -182,8 +186,7 @@ func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 		if uint64(off)+uint64(recSize(int(kl), int(vl))) > uint64(len(p.arena)) {
 			return peeked{}
 		}
-		k := off + hdrSize
-		if string(p.arena[k:k+kl]) != key {
+		if !keyEqual(p.arena, off+hdrSize, key) {
 			continue
 		}
 		if atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)) != 0 {
@@ -200,6 +203,20 @@ func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 	}
 	e.reads.count(false, r)
 	return peeked{r: peekMiss}
+}
+
+// keyEqual reports whether the key stored at k (8-byte aligned, padded to
+// 8) is key, reading the arena with atomic word loads.
+func keyEqual(arena []byte, k uint32, key string) bool {
+	for i := 0; i < len(key); i += 8 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], atomic.LoadUint64(hdr64(arena, k+uint32(i))))
+		n := min(8, len(key)-i)
+		if string(b[:n]) != key[i:i+n] {
+			return false
+		}
+	}
+	return true
 }
 
 // valid reports whether no writer ran in s since peek read its sequence
