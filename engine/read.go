@@ -208,15 +208,25 @@ func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 // keyEqual reports whether the key stored at k (8-byte aligned, padded to
 // 8) is key, reading the arena with atomic word loads.
 func keyEqual(arena []byte, k uint32, key string) bool {
-	for i := 0; i < len(key); i += 8 {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], atomic.LoadUint64(hdr64(arena, k+uint32(i))))
-		n := min(8, len(key)-i)
-		if string(b[:n]) != key[i:i+n] {
+	i := 0
+	for ; i+8 <= len(key); i += 8 {
+		if atomic.LoadUint64(hdr64(arena, k+uint32(i))) != leString(key[i:i+8]) {
 			return false
 		}
 	}
+	if i < len(key) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], atomic.LoadUint64(hdr64(arena, k+uint32(i))))
+		return string(b[:len(key)-i]) == key[i:]
+	}
 	return true
+}
+
+// leString is the little-endian word of an 8-byte string.
+func leString(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // valid reports whether no writer ran in s since peek read its sequence

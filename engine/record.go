@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 )
@@ -166,12 +167,19 @@ func storeValue(arena []byte, v uint32, value []byte) {
 }
 
 // loadValue appends the n-byte value at v to dst with atomic word loads.
+// dst grows at most once, as append would.
 func loadValue(dst []byte, arena []byte, v uint32, n int) []byte {
-	for i := 0; i < n; i += 8 {
-		w := atomic.LoadUint64(hdr64(arena, v+uint32(i)))
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	out := dst[start:]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		binary.LittleEndian.PutUint64(out[i:], atomic.LoadUint64(hdr64(arena, v+uint32(i))))
+	}
+	if i < n {
 		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], w)
-		dst = append(dst, b[:min(8, n-i)]...)
+		binary.LittleEndian.PutUint64(b[:], atomic.LoadUint64(hdr64(arena, v+uint32(i))))
+		copy(out[i:], b[:])
 	}
 	return dst
 }

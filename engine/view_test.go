@@ -278,3 +278,26 @@ func TestAppendGetAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// Get allocates the copy it returns and nothing else, whatever the value's
+// length, on the optimistic path and on the locked one (a key with a TTL).
+func TestGetAllocatesOnlyTheCopy(t *testing.T) {
+	e, _ := newTest(t, Config{MaxBytes: 1 << 20, Policy: evict.TinyLFU})
+	for _, n := range []int{1, 8, 63, 64, 65, 1000} {
+		v := bytes.Repeat([]byte{'v'}, n)
+		if _, err := e.Set("k", v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.SetTTL("t", v, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"k", "t"} {
+			if got, _ := e.Get(k); !bytes.Equal(got, v) {
+				t.Fatalf("Get(%q) = %d bytes, want %d", k, len(got), n)
+			}
+			if a := testing.AllocsPerRun(50, func() { e.Get(k) }); a != 1 {
+				t.Errorf("Get(%q) of a %d-byte value allocates %v times, want 1", k, n, a)
+			}
+		}
+	}
+}
