@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/binary"
 	"math"
-	"slices"
 	"sync/atomic"
 	"unsafe"
 )
@@ -170,7 +169,12 @@ func storeValue(arena []byte, v uint32, value []byte) {
 // dst grows at most once, as append would.
 func loadValue(dst []byte, arena []byte, v uint32, n int) []byte {
 	start := len(dst)
-	dst = slices.Grow(dst, n)[:start+n]
+	if cap(dst)-start < n {
+		nd := make([]byte, start, max(start+n, 2*cap(dst)))
+		copy(nd, dst)
+		dst = nd
+	}
+	dst = dst[:start+n]
 	out := dst[start:]
 	i := 0
 	for ; i+8 <= n; i += 8 {
