@@ -244,8 +244,9 @@ func (c tideCache) Get(dst []byte, key string) ([]byte, bool) { return c.e.Appen
 // GetCopy is tide's plain Get (a fresh copy per read), for ReadCopy.
 func (c tideCache) GetCopy(key string) ([]byte, bool) { return c.e.Get(key) }
 
-// tideCache gets View (ReadView) when the engine has a zero-copy read:
-// func (c tideCache) View(key string, fn func([]byte)) bool.
+// View is tide's zero-copy read (engine.View), for ReadView.
+func (c tideCache) View(key string, fn func([]byte)) bool { return c.e.View(key, fn) }
+
 func (c tideCache) Set(key string, v []byte) {
 	if _, err := c.e.Set(key, v); err != nil {
 		panic(err)

@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tidekv/tide/evict"
 )
 
 const benchKeys = 1 << 20
@@ -143,4 +146,52 @@ func BenchmarkBaselineSyncMap(b *testing.B) {
 		v, _ := m.Load(k)
 		return append(buf[:0], v.([]byte)...)
 	})
+}
+
+// BenchmarkCappedMix is the configuration users run: 1M keys of ~20 B with
+// 64 B values, a byte cap of 1.5× the data and TinyLFU, Zipf 1.01, at the
+// read/write mixes of bench/cmd/speed, read with AppendGet and View.
+func BenchmarkCappedMix(b *testing.B) {
+	keys := benchKeySet()
+	idx := zipfIndexes(1<<20, 4)
+	var data int64
+	for _, k := range keys {
+		data += int64(len(k)) + 64 + EntryOverhead
+	}
+	e, err := New(Config{MaxBytes: data + data/2, Policy: evict.TinyLFU})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	val := make([]byte, 64)
+	for _, k := range keys {
+		if _, err := e.Set(k, val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	view := func(v []byte) {
+		if len(v) != 64 {
+			panic("View: wrong value")
+		}
+	}
+	for _, writePct := range []int{0, 10, 25, 50} {
+		for _, path := range []string{"AppendGet", "View"} {
+			b.Run(fmt.Sprintf("mix=%d-%d/%s", 100-writePct, writePct, path), func(b *testing.B) {
+				runZipf(b, keys, idx, func(i int, k string, buf []byte) []byte {
+					if i%100 < writePct {
+						if _, err := e.Set(k, val); err != nil {
+							panic(err)
+						}
+						return buf
+					}
+					if path == "View" {
+						e.View(k, view)
+						return buf
+					}
+					buf, _ = e.AppendGet(buf[:0], k)
+					return buf
+				})
+			})
+		}
+	}
 }

@@ -266,6 +266,7 @@ func (s *shard) keepLocked(r *room) {
 // evictOneLocked evicts the policy's victim and reports whether there was
 // one.
 func (s *shard) evictOneLocked(now int64, ev *[]Removal) bool {
+	s.drainReadsLocked() // the victim is chosen knowing every logged read
 	h, ok := s.pol.Victim(now)
 	if !ok || int(h) >= len(s.ents) || s.ents[h] == 0 || s.at(uint32(h)).flags()&flagTracked == 0 {
 		// Unreachable while the policy and evictb are consistent (Check

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/tidekv/tide/expiry"
 	"github.com/tidekv/tide/internal/table"
@@ -16,8 +17,9 @@ import (
 //
 //   - every live slot is in the hash table exactly once under its key's
 //     tag, and the table holds nothing else;
-//   - every live slot's record lies inside the arena, without overlapping
-//     another, and arena length = live record bytes + garbage;
+//   - every live slot's record lies inside the arena, 8-byte aligned (its
+//     header and value are read and written with atomic words), without
+//     overlapping another, and arena length = live record bytes + garbage;
 //   - every entry with a deadline has an expiry item at or before it (the
 //     index is filed lazily; items of removed entries are garbage, bounded
 //     by twice the entries with a deadline plus 256);
@@ -84,6 +86,10 @@ func (s *shard) checkLocked() error {
 			tabErr = fmt.Errorf("slot %d's record header lies outside the arena", slot)
 			return
 		}
+		if (s.ents[slot]-1)&7 != 0 || uintptr(unsafe.Pointer(unsafe.SliceData(s.arena)))&7 != 0 {
+			tabErr = fmt.Errorf("slot %d's record is not 8-byte aligned", slot)
+			return
+		}
 		en := s.at(slot)
 		if int(en.off)+en.recLen() > len(s.arena) {
 			tabErr = fmt.Errorf("slot %d's record lies outside the arena", slot)
@@ -121,7 +127,7 @@ func (s *shard) checkLocked() error {
 		bytes += en.size()
 		keyBytes += en.recLen()
 		spans = append(spans, span{en.off, en.off + uint32(en.recLen())})
-		if f := en.flags(); f&^(flagPinned|flagTracked) != 0 {
+		if f := en.flags(); f&^(flagPinned|flagTracked|flagViewed) != 0 {
 			return fmt.Errorf("slot %d has unknown flags %b", slot, f)
 		}
 		if en.version() == 0 || en.version() > s.version {

@@ -7,7 +7,8 @@
 //
 // Keys are strings (any bytes, the empty string included) up to
 // Config.MaxKeySize. Values are []byte, copied on write; reads return copies
-// (or append into a caller's buffer), never memory the engine will change.
+// (or append into a caller's buffer), never memory the engine will change;
+// View lends the stored bytes to a callback, unchanged while it runs.
 //
 // Every successful write that changes a key's value assigns it a new
 // version: a uint64 from a per-shard counter that only increases, so a
@@ -81,8 +82,13 @@
 // # Concurrency
 //
 // An Engine is safe for concurrent use. Every operation on a key is
-// linearizable. Reads of a live key take a shard's lock in shared mode and
-// do not read the clock unless the key has a TTL.
+// linearizable. Get, AppendGet and View of a key without a TTL (and of a
+// missing key) take no lock and write no memory shared by the shard's
+// readers: an optimistic read validated by the shard's sequence count (a
+// seqlock; see shardMu and peek), retried under the lock when a writer ran
+// meanwhile. Reads of a key with a TTL, and the other reads, take the
+// shard's lock in shared mode and read the clock under it. View's callback
+// runs with no lock held.
 package engine
 
 import (
@@ -107,10 +113,17 @@ import (
 // and an open-addressing table; see record.go) plus a B-tree of deadlines and
 // an eviction policy instance.
 //
-// Cost: a read hashes the key, takes the shard lock shared, probes the table
-// (expected about one probe), compares the key, copies the value, and reads
-// the clock only if the key has a TTL: O(1), no allocation with AppendGet.
-// A write takes the shard lock exclusively: O(1) plus O(log n) in the
+// Cost: a read hashes the key, probes the table (expected about one probe),
+// compares the key and copies the value (View: no copy), without a lock for
+// a key without TTL (it reads the shard's sequence count twice and writes
+// one striped hit counter and, under a cap, one striped slot of the
+// shard's read log) and under the shard lock shared otherwise, reading the
+// clock only if the key has a TTL: O(1), no allocation with AppendGet or
+// View. A read makes three dependent memory accesses on a hit: table
+// word, ents word, record.
+// A write takes the shard lock exclusively (every 8th time, and before
+// every eviction, first handing the reads logged meanwhile to the policy,
+// at most 84 events): O(1) plus O(log n) in the
 // expiry index when the key gets a TTL it did not have or an earlier one,
 // plus the eviction policy's cost when the engine is at its cap (see
 // budget: MaxBytes is one engine-wide budget, a write makes room in its own
@@ -135,6 +148,8 @@ type Engine struct {
 	dur      *durable // Config.Durability; nil = no log
 
 	listenerPanics atomic.Uint64 // recovered in the expiry goroutine
+
+	reads readCounts // hits and misses, striped (see readlog.go)
 
 	// cycleMu guards cycle, every Pass of it, and cycleEv. It is held for
 	// one batch of a cycle at a time and never while a listener runs.
@@ -190,6 +205,7 @@ func New(cfg Config) (*Engine, error) {
 	parts := make([]expiry.Reclaimer, n)
 	for i := range e.shards {
 		s := &e.shards[i]
+		s.mu.s = s
 		s.idx = expiry.NewIndex()
 		s.seed = e.seed
 		s.b = e.b
@@ -198,6 +214,7 @@ func New(cfg Config) (*Engine, error) {
 			s.pol = cfg.Policy.New(cfg.MaxBytes / int64(n))
 			s.volatile = cfg.Policy.Volatile
 			s.deadlines, _ = s.pol.(evict.DeadlineSetter)
+			s.rlog = new(readLog)
 		}
 		parts[i] = reclaimer{e, s}
 	}
@@ -354,9 +371,8 @@ func (e *Engine) Stats() Stats {
 		st.Bytes += s.bytes
 		st.ArenaBytes += int64(cap(s.arena))
 		s.mu.RUnlock()
-		st.Hits += s.hits.Load()
-		st.Misses += s.misses.Load()
 	}
+	st.Hits, st.Misses = e.reads.sum()
 	if e.b != nil && !e.closed.Load() {
 		// One reading of the budget: never over the cap, even while
 		// writes run (a sum over shards read one at a time could be).

@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"encoding/binary"
 	"iter"
+	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/evict"
+	"github.com/tidekv/tide/internal/table"
 )
 
 // Get returns a copy of key's value.
@@ -16,6 +20,18 @@ func (e *Engine) Get(key string) ([]byte, bool) {
 // allocates nothing when dst has room.
 func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s, h := e.shardFor(key)
+	switch pk := e.peek(s, key, h); pk.r {
+	case peekHit:
+		n := len(dst)
+		dst = loadValue(dst, pk.arena, pk.val, pk.vlen)
+		if pk.valid(s) {
+			e.peekHit(s, pk)
+			return dst, true
+		}
+		dst = dst[:n]
+	case peekMiss:
+		return dst, false
+	}
 	en, _, ok := e.rlockLive(s, key, h, true)
 	if !ok {
 		return dst, false
@@ -23,8 +39,53 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	dst = append(dst, en.value()...)
 	s.accessRLocked(en)
 	s.mu.RUnlock()
-	s.hits.Add(1)
+	e.countRead(true)
 	return dst, true
+}
+
+// View calls fn with key's value in place, without copying it, and reports
+// whether the key was found (fn is not called on a miss). It allocates
+// nothing.
+//
+// fn runs after the engine has released every lock, on the calling
+// goroutine, so it may call any method of the engine, writers of the same
+// key included; a write that fn (or anyone) makes while fn runs does not
+// change the bytes fn was given: fn sees the value as it was when View
+// found it. fn must not modify value and must not retain it (or any
+// sub-slice) after it returns: the engine reclaims that memory. To keep
+// the value, copy it (or use Get or AppendGet).
+//
+// The bytes are safe to read for the whole of fn because View marks the
+// record (flagViewed) before it calls fn: a marked record's value is never
+// overwritten in place (an overwrite writes a new record), and an arena's
+// bytes are never reused for another record, only replaced by a new arena
+// (see record.go). The cost of the mark: one compare-and-swap on the
+// record's header the first time a record is viewed.
+func (e *Engine) View(key string, fn func(value []byte)) bool {
+	s, h := e.shardFor(key)
+	switch pk := e.peek(s, key, h); pk.r {
+	case peekHit:
+		// Validated before the mark too, so that the compare-and-swap
+		// hits a real header, never bytes of a stale view.
+		if pk.valid(s) && pk.markViewed() && pk.valid(s) {
+			e.peekHit(s, pk)
+			fn(pk.arena[pk.val : pk.val+uint32(pk.vlen)])
+			return true
+		}
+	case peekMiss:
+		return false
+	}
+	en, _, ok := e.rlockLive(s, key, h, true)
+	if !ok {
+		return false
+	}
+	en.markViewed()
+	v := en.value()
+	s.accessRLocked(en)
+	s.mu.RUnlock()
+	e.countRead(true)
+	fn(v)
+	return true
 }
 
 // GetItem returns a copy of key's value with its version and TTL.
@@ -37,7 +98,7 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 	it := itemOf(en, now)
 	s.accessRLocked(en)
 	s.mu.RUnlock()
-	s.hits.Add(1)
+	e.countRead(true)
 	return it, true
 }
 
@@ -58,6 +119,139 @@ func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
 	return ttl, true
 }
 
+// peekResult is what an optimistic read (peek) found.
+type peekResult uint8
+
+const (
+	peekRetry peekResult = iota // inconclusive: read under the lock
+	peekHit
+	peekMiss
+)
+
+// peeked is what peek found: on a hit, where the record and its value are
+// in the arena the reader holds, and the sequence count to validate
+// against.
+type peeked struct {
+	r     peekResult
+	arena []byte
+	off   uint32 // the record
+	val   uint32 // its value (valueAt)
+	vlen  int
+	kw    uint32 // the record's key length and flags word
+	slot  uint32
+	seq   uint64
+}
+
+// peek looks key up without taking s.mu: the first half of a seqlock read
+// (see shardMu). It reads s.mu.seq, then the published arrays (storeView),
+// every word with an atomic load (table words, ents words, record headers,
+// the key: keyEqual): a stale view may read any bytes of an old arena as a
+// header or key, and some of those are written concurrently (flagViewed). A miss is validated (seq read again, unchanged)
+// and counted here. A hit is not yet: the caller reads the value (with
+// atomic loads: it may be overwritten in place, see storeValue), then
+// checks valid: the same even count means no writer ran since the first
+// read, so what the reader read is the state at that instant, the read's
+// linearization point; then it calls peekHit. Anything inconclusive — a
+// writer at work, a word pointing outside the arrays the reader holds (a
+// stale view), a key with a deadline (whose read must read the clock
+// under the lock) — is peekRetry, and the caller reads under the lock.
+// peek writes no memory shared by all readers of the shard.
+func (e *Engine) peek(s *shard, key string, h uint64) peeked {
+	seq := s.mu.seq.Load()
+	p := s.pub.Load()
+	if seq&1 != 0 || p == nil {
+		return peeked{}
+	}
+	tag := table.Tag(h)
+	i := table.Home(p.words, tag)
+	for range len(p.words) {
+		slot, ok := table.LoadNext(p.words, tag, &i)
+		if !ok {
+			break
+		}
+		if int(slot) >= len(p.ents) {
+			return peeked{}
+		}
+		o := atomic.LoadUint32(&p.ents[slot])
+		off := o - 1
+		if o == 0 || off&7 != 0 || uint64(off)+hdrSize > uint64(len(p.arena)) {
+			return peeked{}
+		}
+		kw := atomic.LoadUint32(hdr32(p.arena, off+hdrKlen))
+		kl := kw & maxKeyLen
+		if int(kl) != len(key) {
+			continue
+		}
+		vl := atomic.LoadUint32(hdr32(p.arena, off+hdrVlen))
+		if uint64(off)+uint64(recSize(int(kl), int(vl))) > uint64(len(p.arena)) {
+			return peeked{}
+		}
+		if !keyEqual(p.arena, off+hdrSize, key) {
+			continue
+		}
+		if atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)) != 0 {
+			return peeked{}
+		}
+		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kl), vlen: int(vl), kw: kw, slot: slot, seq: seq}
+	}
+	if s.mu.seq.Load() != seq {
+		return peeked{}
+	}
+	r := rand.Uint32()
+	if s.rlog != nil {
+		s.rlog.pushMiss(h, r>>4)
+	}
+	e.reads.count(false, r)
+	return peeked{r: peekMiss}
+}
+
+// keyEqual reports whether the key stored at k (8-byte aligned, padded to
+// 8) is key, reading the arena with atomic word loads.
+func keyEqual(arena []byte, k uint32, key string) bool {
+	i := 0
+	for ; i+8 <= len(key); i += 8 {
+		if atomic.LoadUint64(hdr64(arena, k+uint32(i))) != leString(key[i:i+8]) {
+			return false
+		}
+	}
+	if i < len(key) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], atomic.LoadUint64(hdr64(arena, k+uint32(i))))
+		return string(b[:len(key)-i]) == key[i:]
+	}
+	return true
+}
+
+// leString is the little-endian word of an 8-byte string.
+func leString(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// valid reports whether no writer ran in s since peek read its sequence
+// count: what was read since is the state of that instant.
+func (pk *peeked) valid(s *shard) bool { return s.mu.seq.Load() == pk.seq }
+
+// markViewed sets flagViewed on the record peek found (see View), and
+// reports false if a concurrent change of the header made it fail (the
+// caller then reads under the lock). The caller validates afterwards.
+func (pk *peeked) markViewed() bool {
+	if pk.kw>>24&flagViewed != 0 {
+		return true
+	}
+	return atomic.CompareAndSwapUint32(hdr32(pk.arena, pk.off+hdrKlen), pk.kw, pk.kw|flagViewed<<24)
+}
+
+// peekHit counts a validated hit and logs it for the policy.
+func (e *Engine) peekHit(s *shard, pk peeked) {
+	r := rand.Uint32()
+	if pk.kw>>24&flagTracked != 0 && s.rlog != nil {
+		s.rlog.pushAccess(pk.slot, r>>4)
+	}
+	e.reads.count(true, r)
+}
+
 // rlockLive takes s.mu shared and finds key's live entry: the read path
 // every read shares. On success s.mu is still held (the caller releases
 // it), and now is the engine's time if the entry has a deadline, else 0: a
@@ -73,7 +267,7 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 		}
 		s.mu.RUnlock()
 		if counted {
-			s.misses.Add(1)
+			e.countRead(false)
 		}
 		return entry{}, 0, false
 	}
@@ -83,7 +277,7 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 			s.mu.RUnlock()
 			e.expireNow(s, key, h)
 			if counted {
-				s.misses.Add(1)
+				e.countRead(false)
 			}
 			return entry{}, 0, false
 		}

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/binary"
 	"math"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Storage layout (per shard)
@@ -12,10 +14,16 @@ import (
 //
 //   - arena []byte: one record per entry, a 24-byte header (version,
 //     deadline, value length, key length and flags) followed by the key and
-//     the value. Writes append; an overwrite with a value no longer than the
-//     old one is done in place. Bytes no live record uses are counted as
-//     garbage. When an append does not fit, or garbage exceeds half the
-//     arena, the arena is rebuilt compactly with 25% headroom.
+//     the value, each padded to 8 bytes. Writes append. An overwrite whose
+//     value fits the old one's padded length is done in place, with atomic
+//     word stores, unless a View may be reading the old value in place
+//     (flagViewed): then it appends a new record, and the old record's
+//     bytes are never written again. An arena's bytes are never reused for
+//     another record: when an append does not fit, or garbage exceeds half
+//     a large arena after removals, the arena is rebuilt compactly into a
+//     new array (25% headroom, more for an arena that filled with
+//     garbage). So Engine.View can hand a value to a callback that runs
+//     with no lock held. Bytes no live record uses are counted as garbage.
 //   - ents []uint32: the arena offset (+1) of each slot's record; 0 marks a
 //     free slot (free slots are kept on a stack and reused). The slot is the
 //     entry's handle for the eviction policy and the expiry index. The array
@@ -24,6 +32,19 @@ import (
 //   - tab table.Table: open addressing from a 32-bit tag of the key hash to
 //     the slot (8 bytes a word, load ≤ 3/4); keys are confirmed against the
 //     arena.
+//
+// Records are 8-byte aligned (recSize pads them) in an 8-byte aligned
+// arena (newArena), and every header word is read and written with
+// sync/atomic; ents and table words are stored with sync/atomic too. That
+// is what lets a reader without the lock (Engine.peek) read them while a
+// writer works, race-free under the Go memory model: it reads the shard's
+// published arrays (storeView, replaced when a writer replaces an array),
+// follows table word → ents word → record, and keeps the result only if
+// the shard's sequence count did not move (see shardMu). A record's key
+// bytes are written before ents points to the record and never after, so
+// the reader compares them with plain loads; it copies the value with
+// atomic word loads (loadValue), since a writer may overwrite it in place
+// (storeValue), and a View hands it out only once flagViewed is set.
 //
 // A read is thus: hash, table word, ents word, record (header, key and
 // value are contiguous). Entries with a TTL also have an item (deadline,
@@ -43,6 +64,10 @@ const EntryOverhead = 64
 const (
 	flagPinned  = 1 << iota // never evicted
 	flagTracked             // known to the eviction policy
+	// flagViewed: a View may be reading the value in place, so the record
+	// must not be overwritten in place (an overwrite appends a new record
+	// instead). Set by View; not carried over by an arena rebuild.
+	flagViewed
 )
 
 // Record header layout, little endian.
@@ -71,23 +96,42 @@ type entry struct {
 // at returns the entry at a live slot.
 func (s *shard) at(slot uint32) entry { return entry{s, slot, s.ents[slot] - 1} }
 
-func (en entry) hdr() []byte { return en.s.arena[en.off : en.off+hdrSize : en.off+hdrSize] }
+// The header's words are read and written with atomic operations, so that an
+// optimistic reader (see shard.peek) that reads them without the lock while
+// a writer changes a deadline or flags races with nothing. Records are
+// 8-byte aligned in an 8-byte aligned arena (see recSize and newArena).
+func hdr64(arena []byte, at uint32) *uint64 { return (*uint64)(unsafe.Pointer(&arena[at])) }
+func hdr32(arena []byte, at uint32) *uint32 { return (*uint32)(unsafe.Pointer(&arena[at])) }
 
-func (en entry) version() uint64     { return binary.LittleEndian.Uint64(en.hdr()[hdrVersion:]) }
-func (en entry) deadline() int64     { return int64(binary.LittleEndian.Uint64(en.hdr()[hdrDeadline:])) }
-func (en entry) vlen() uint32        { return binary.LittleEndian.Uint32(en.hdr()[hdrVlen:]) }
-func (en entry) klen() uint32        { return binary.LittleEndian.Uint32(en.hdr()[hdrKlen:]) & maxKeyLen }
-func (en entry) flags() uint32       { return binary.LittleEndian.Uint32(en.hdr()[hdrKlen:]) >> 24 }
-func (en entry) setVersion(v uint64) { binary.LittleEndian.PutUint64(en.hdr()[hdrVersion:], v) }
-func (en entry) setVlen(n uint32)    { binary.LittleEndian.PutUint32(en.hdr()[hdrVlen:], n) }
+func (en entry) version() uint64 { return atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrVersion)) }
+func (en entry) deadline() int64 {
+	return int64(atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrDeadline)))
+}
+func (en entry) vlen() uint32 { return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrVlen)) }
+func (en entry) klen() uint32 {
+	return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrKlen)) & maxKeyLen
+}
+func (en entry) flags() uint32 { return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrKlen)) >> 24 }
+func (en entry) setVersion(v uint64) {
+	atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrVersion), v)
+}
+func (en entry) setVlen(n uint32) { atomic.StoreUint32(hdr32(en.s.arena, en.off+hdrVlen), n) }
 
 // setDeadlineField writes the deadline; callers use shard.setDeadlineLocked.
 func (en entry) setDeadlineField(d int64) {
-	binary.LittleEndian.PutUint64(en.hdr()[hdrDeadline:], uint64(d))
+	atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrDeadline), uint64(d))
 }
 
 func (en entry) setFlags(f uint32) {
-	binary.LittleEndian.PutUint32(en.hdr()[hdrKlen:], en.klen()|f<<24)
+	atomic.StoreUint32(hdr32(en.s.arena, en.off+hdrKlen), en.klen()|f<<24)
+}
+
+// putHeader writes a whole header at off.
+func putHeader(arena []byte, off uint32, version uint64, deadline int64, vlen, klen, flags uint32) {
+	atomic.StoreUint64(hdr64(arena, off+hdrVersion), version)
+	atomic.StoreUint64(hdr64(arena, off+hdrDeadline), uint64(deadline))
+	atomic.StoreUint32(hdr32(arena, off+hdrVlen), vlen)
+	atomic.StoreUint32(hdr32(arena, off+hdrKlen), klen|flags<<24)
 }
 
 func (en entry) key() []byte {
@@ -96,11 +140,81 @@ func (en entry) key() []byte {
 }
 
 func (en entry) value() []byte {
-	v := en.off + hdrSize + en.klen()
+	v := valueAt(en.off, en.klen())
 	return en.s.arena[v : v+en.vlen()]
 }
 
+// pad8 rounds n up to a multiple of 8.
+func pad8[T ~uint32 | ~uint64 | ~int](n T) T { return (n + 7) &^ 7 }
+
+// valueAt is the arena offset of the value of the record at off with a key
+// of klen bytes: 8-byte aligned, so that it can be read and overwritten in
+// place a word at a time with atomic operations.
+func valueAt(off, klen uint32) uint32 { return off + hdrSize + pad8(klen) }
+
+// storeValue writes value at v (from valueAt) with atomic word stores, the
+// last word zero-padded: an optimistic reader copying the value at the same
+// time (loadValue) races with nothing, and its sequence check discards
+// what it read.
+func storeValue(arena []byte, v uint32, value []byte) {
+	var w [8]byte
+	for i := 0; i < len(value); i += 8 {
+		n := copy(w[:], value[i:])
+		clear(w[n:])
+		atomic.StoreUint64(hdr64(arena, v+uint32(i)), binary.LittleEndian.Uint64(w[:]))
+	}
+}
+
+// loadValue appends the n-byte value at v to dst with atomic word loads.
+// dst grows at most once, as append would.
+func loadValue(dst []byte, arena []byte, v uint32, n int) []byte {
+	start := len(dst)
+	if cap(dst)-start < n {
+		nd := make([]byte, start, max(start+n, 2*cap(dst)))
+		copy(nd, dst)
+		dst = nd
+	}
+	dst = dst[:start+n]
+	out := dst[start:]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		binary.LittleEndian.PutUint64(out[i:], atomic.LoadUint64(hdr64(arena, v+uint32(i))))
+	}
+	if i < n {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], atomic.LoadUint64(hdr64(arena, v+uint32(i))))
+		copy(out[i:], b[:])
+	}
+	return dst
+}
+
+// markViewed sets flagViewed (see View). The caller holds the shard's lock
+// shared, or reads optimistically and validates the shard's sequence count
+// afterwards (a writer's read-modify-write of the flags word may then undo
+// the mark, but also moves the count).
+func (en entry) markViewed() {
+	p := hdr32(en.s.arena, en.off+hdrKlen)
+	for {
+		w := atomic.LoadUint32(p)
+		if w>>24&flagViewed != 0 || atomic.CompareAndSwapUint32(p, w, w|flagViewed<<24) {
+			return
+		}
+	}
+}
+
 // recLen is the record's length in the arena.
-func (en entry) recLen() int { return hdrSize + int(en.klen()) + int(en.vlen()) }
+func (en entry) recLen() int { return recSize(int(en.klen()), int(en.vlen())) }
+
+// recSize is the arena bytes of a record with a key of klen and a value of
+// vlen bytes: header, key and value, each padded to 8 bytes so that every
+// header and value is 8-byte aligned.
+func recSize(klen, vlen int) int { return hdrSize + pad8(klen) + pad8(vlen) }
+
+// newArena returns an empty arena of capacity n (a multiple of 8), 8-byte
+// aligned: its memory is a []uint64's.
+func newArena(n int) []byte {
+	w := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), len(w)*8)[:0]
+}
 
 func (en entry) size() int64 { return int64(en.klen()) + int64(en.vlen()) + EntryOverhead }

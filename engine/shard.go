@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"encoding/binary"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/expiry"
@@ -12,10 +12,13 @@ import (
 )
 
 type shard struct {
-	// mu guards every field of the shard except hits and misses. Reads take
-	// it shared; a read hit updates eviction metadata through the policy's
-	// concurrent-safe Access, never under the exclusive lock.
-	mu      sync.RWMutex
+	// mu guards every field of the shard except pub and rlog (which are
+	// safe for concurrent use). Writers take it exclusively, which makes
+	// mu.seq odd for as long as they hold it. Reads of a key without a TTL
+	// do not take it at all (see peek); other reads take it shared.
+	mu      shardMu
+	pub     atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
+	rlog    *readLog                  // reads peek reports to pol; nil without a policy
 	tab     table.Table
 	ents    []uint32 // slot → record offset + 1; 0 = free
 	free    []uint32 // free slots
@@ -47,10 +50,84 @@ type shard struct {
 
 	sink uint64 // keeps the reclaim loop's warming loads alive
 
-	_      [64]byte
-	hits   atomic.Uint64
-	misses atomic.Uint64
-	_      [48]byte
+	locks uint64 // exclusive locks taken (see lockedLocked)
+
+	_ [64]byte // keep the next shard's lock off this shard's last line
+}
+
+// shardMu is a shard's lock: an RWMutex plus a sequence count that lets
+// readers work without it (a seqlock). Lock makes seq odd and Unlock makes
+// it even again, so a reader that reads seq, then the shard's storage with
+// atomic loads, then seq again, and finds the same even number, has read a
+// state no writer changed in between. Lock first hands the reads buffered
+// by such readers to the eviction policy (lockedLocked); Unlock
+// publishes the shard's arrays if a writer replaced one (publishLocked).
+// RLock and RUnlock are the RWMutex's.
+type shardMu struct {
+	rw  sync.RWMutex
+	seq atomic.Uint64
+	s   *shard // the shard this lock guards; set once by New
+}
+
+func (m *shardMu) Lock() {
+	m.rw.Lock()
+	m.seq.Add(1)
+	m.s.lockedLocked()
+}
+
+// TryLock is Lock if the lock is free.
+func (m *shardMu) TryLock() bool {
+	if !m.rw.TryLock() {
+		return false
+	}
+	m.seq.Add(1)
+	m.s.lockedLocked()
+	return true
+}
+
+// drainEvery is how many exclusive locks of a shard go by between two
+// drains of its read log (a drain also precedes every eviction): reading
+// the log's stripes costs a cache miss each, so it is amortised.
+const drainEvery = 8
+
+// lockedLocked is what every exclusive lock starts with: every drainEvery-th
+// time, the logged reads go to the policy.
+func (s *shard) lockedLocked() {
+	if s.locks++; s.locks%drainEvery == 0 {
+		s.drainReadsLocked()
+	}
+}
+
+func (m *shardMu) Unlock() {
+	m.s.publishLocked()
+	m.seq.Add(1)
+	m.rw.Unlock()
+}
+
+func (m *shardMu) RLock()   { m.rw.RLock() }
+func (m *shardMu) RUnlock() { m.rw.RUnlock() }
+
+// storeView is what an optimistic reader needs of a shard's storage: the
+// table's words and the ents and arena arrays up to their capacity. It is
+// replaced (never changed) when a writer replaces one of the arrays; the
+// arrays' words are changed in place with atomic stores.
+type storeView struct {
+	words []uint64
+	ents  []uint32
+	arena []byte
+}
+
+// publishLocked makes pub describe the shard's current arrays, allocating a
+// new view only when an array was replaced (a table resize, ents growth, an
+// arena rebuild): amortised O(1) per write.
+func (s *shard) publishLocked() {
+	w := s.tab.Words()
+	if p := s.pub.Load(); p != nil && len(p.words) == len(w) && unsafe.SliceData(p.words) == unsafe.SliceData(w) &&
+		cap(p.ents) == cap(s.ents) && unsafe.SliceData(p.ents) == unsafe.SliceData(s.ents) &&
+		cap(p.arena) == cap(s.arena) && unsafe.SliceData(p.arena) == unsafe.SliceData(s.arena) {
+		return
+	}
+	s.pub.Store(&storeView{w, s.ents[:cap(s.ents)], s.arena[:cap(s.arena)]})
 }
 
 // hash returns the engine's hash of a stored key: equal to what
@@ -68,8 +145,9 @@ func (s *shard) findLocked(key string, hash uint64) (uint32, bool) {
 			return 0, false
 		}
 		off := s.ents[slot] - 1
-		h := s.arena[off : off+hdrSize : off+hdrSize]
-		if kl := binary.LittleEndian.Uint32(h[hdrKlen:]) & maxKeyLen; int(kl) == len(key) &&
+		// The flags word is read atomically: a View may set flagViewed
+		// without the exclusive lock.
+		if kl := atomic.LoadUint32(hdr32(s.arena, off+hdrKlen)) & maxKeyLen; int(kl) == len(key) &&
 			string(s.arena[off+hdrSize:off+hdrSize+kl]) == key {
 			return slot, true
 		}
@@ -92,6 +170,7 @@ func (s *shard) newSlotLocked() uint32 {
 // It may rebuild the arena, which moves every live entry's bytes (offsets
 // in ents are updated; slices of the old arena must not be used after).
 func (s *shard) allocLocked(n int) uint32 {
+	n = (n + 7) &^ 7 // records stay 8-byte aligned
 	if len(s.arena)+n > cap(s.arena) {
 		s.compactLocked(n)
 	}
@@ -101,24 +180,37 @@ func (s *shard) allocLocked(n int) uint32 {
 }
 
 // compactLocked rebuilds the arena with only live bytes, room for extra
-// more, and 25% headroom.
+// more, and headroom: 25% of that, or up to twice the garbage found (at
+// most the live bytes again) when the arena filled with garbage. Overwrites
+// append (records are immutable), so a shard under overwrites fills its
+// arena with garbage; the larger headroom makes it rebuild less often,
+// copying about as many live bytes as it appended instead of four times
+// as many, at the price of an arena up to twice its live bytes.
 func (s *shard) compactLocked(extra int) {
 	liveBytes := len(s.arena) - s.garbage
 	want := liveBytes + extra
-	want += want / 4
+	want += max(want/4, min(want, 2*s.garbage))
 	want = max(want, 256)
 	if int64(want) > maxArena {
 		want = int(maxArena)
 	}
-	na := make([]byte, 0, want)
+	want &^= 7
+	na := newArena(want)
 	for i, o := range s.ents {
 		if o == 0 {
 			continue
 		}
 		en := entry{s, uint32(i), o - 1}
 		off := len(na)
-		na = append(na, s.arena[en.off:int(en.off)+en.recLen()]...)
-		s.ents[i] = uint32(off) + 1
+		// The header word by word with atomic loads (a View may set
+		// flagViewed meanwhile, without the exclusive lock), the key
+		// and value (changed only under it) in one copy. No View reads
+		// the copy: it may be overwritten in place, so flagViewed is
+		// not carried over.
+		na = na[:off+en.recLen()]
+		putHeader(na, uint32(off), en.version(), en.deadline(), en.vlen(), en.klen(), en.flags()&^flagViewed)
+		copy(na[off+hdrSize:], s.arena[int(en.off)+hdrSize:int(en.off)+en.recLen()])
+		atomic.StoreUint32(&s.ents[i], uint32(off)+1)
 	}
 	s.arena = na
 	s.garbage = 0
@@ -135,10 +227,10 @@ func (s *shard) maybeShrinkLocked() {
 			s.free = nil
 			s.garbage = 0
 			s.tab.Reset()
-		} else {
-			s.arena = s.arena[:0]
-			s.garbage = 0
 		}
+		// A small arena keeps its bytes as garbage: its records are
+		// never overwritten (a View may still read one), so new records
+		// go after them until the next rebuild.
 		return
 	}
 	if cap(s.arena) > 64<<10 && s.garbage > len(s.arena)/2 {
@@ -216,19 +308,10 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	case CauseDeleted:
 		s.deleted++
 	}
-	s.ents[slot] = 0
+	atomic.StoreUint32(&s.ents[slot], 0)
 	s.free = append(s.free, slot)
 	if hadTTL {
 		s.ttlLive-- // its index item is now garbage
 		s.boundIndexLocked()
-	}
-}
-
-// countRead counts a read's hit or miss.
-func (s *shard) countRead(hit bool) {
-	if hit {
-		s.hits.Add(1)
-	} else {
-		s.misses.Add(1)
 	}
 }

@@ -177,7 +177,7 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	if err != nil {
 		return Item{}, false, err
 	}
-	s.countRead(ok)
+	e.countRead(ok)
 	return it, ok, nil
 }
 

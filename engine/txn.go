@@ -179,7 +179,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 			if found {
 				p.grow -= s.at(slot).size()
 			}
-			arena[s] += int64(hdrSize + len(op.Key) + len(op.Value))
+			arena[s] += int64(recSize(len(op.Key), len(op.Value)))
 		}
 		net += p.grow
 		plans[i] = p

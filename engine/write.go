@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/internal/table"
@@ -126,7 +126,7 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 	if found {
 		oldSize = s.at(slot).size()
 	}
-	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(key)+len(value)) > maxArena {
+	if int64(len(s.arena)-s.garbage)+int64(recSize(len(key), len(value))) > maxArena {
 		// The shard's arena (offsets are 32-bit) is full of live data.
 		return 0, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
 	}
@@ -175,23 +175,28 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
-		if uint32(len(value)) <= en.vlen() {
-			copy(en.value(), value)
-			s.garbage += int(en.vlen()) - len(value)
+		if pad8(len(value)) <= pad8(int(en.vlen())) && en.flags()&flagViewed == 0 {
+			// In place, a word at a time with atomic stores: an
+			// optimistic reader copying the old value races with
+			// nothing and discards its copy (the sequence count moved).
+			oldRec := en.recLen()
+			storeValue(s.arena, valueAt(en.off, en.klen()), value)
 			en.setVlen(uint32(len(value)))
+			s.garbage += oldRec - en.recLen()
 		} else {
-			// Append a new record; the old one becomes garbage. The
-			// allocation may rebuild the arena, so copy the old header
-			// from wherever it is afterwards.
-			off := s.allocLocked(hdrSize + len(key) + len(value))
+			// A new record: the old one may be read in place by a View
+			// (flagViewed), whose bytes must not change under it, or is
+			// too short. The allocation may rebuild the arena, so take
+			// the old header from wherever it is afterwards. The record
+			// is complete before ents points to it.
+			off := s.allocLocked(recSize(len(key), len(value)))
 			old := s.at(slot)
-			copy(s.arena[off:off+hdrSize], old.hdr())
+			putHeader(s.arena, off, old.version(), old.deadline(), uint32(len(value)), uint32(len(key)), old.flags()&^flagViewed)
+			copy(s.arena[off+hdrSize:], key)
+			copy(s.arena[valueAt(off, uint32(len(key))):], value)
 			s.garbage += old.recLen()
-			s.ents[slot] = off + 1
+			atomic.StoreUint32(&s.ents[slot], off+1)
 			en = s.at(slot)
-			en.setVlen(uint32(len(value)))
-			copy(en.key(), key)
-			copy(en.value(), value)
 		}
 		en.setVersion(s.version)
 		if pin {
@@ -202,21 +207,17 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 		s.syncPolicyLocked(en, h, oldSize, true)
 		return en.version()
 	}
-	off := s.allocLocked(hdrSize + len(key) + len(value))
+	off := s.allocLocked(recSize(len(key), len(value)))
 	slot = s.newSlotLocked()
-	s.ents[slot] = off + 1
-	hd := s.arena[off : off+hdrSize]
 	var flags uint32
 	if pin {
 		flags = flagPinned
 	}
-	binary.LittleEndian.PutUint64(hd[hdrVersion:], s.version)
-	binary.LittleEndian.PutUint64(hd[hdrDeadline:], 0)
-	binary.LittleEndian.PutUint32(hd[hdrVlen:], uint32(len(value)))
-	binary.LittleEndian.PutUint32(hd[hdrKlen:], uint32(len(key))|flags<<24)
+	putHeader(s.arena, off, s.version, 0, uint32(len(value)), uint32(len(key)), flags)
+	copy(s.arena[off+hdrSize:], key)
+	copy(s.arena[valueAt(off, uint32(len(key))):], value)
+	atomic.StoreUint32(&s.ents[slot], off+1) // the record is complete first
 	en := s.at(slot)
-	copy(en.key(), key)
-	copy(en.value(), value)
 	s.setDeadlineLocked(en, deadline)
 	s.tab.Insert(table.Tag(h), slot)
 	s.live++

@@ -13,8 +13,14 @@
 // average about 14 bytes per entry.
 //
 // A Table is not safe for concurrent mutation; the engine guards it with its
-// shard lock. Concurrent Find calls are safe.
+// shard lock. Concurrent Find calls are safe. Every store to a word of the
+// live array is atomic, so a lock-free reader may probe Words with
+// LoadNext while one writer mutates the table: it gets a possibly
+// inconsistent view (which the engine detects with its shard sequence
+// count), never a data race.
 package table
+
+import "sync/atomic"
 
 const minSize = 8
 
@@ -87,6 +93,39 @@ func (t *Table) Next(tag uint32, i *int) (uint32, bool) {
 	}
 }
 
+// Words returns the table's word array for a lock-free reader (LoadNext).
+// The table replaces the array when it resizes; a reader holding an old one
+// reads stale words, never freed memory.
+func (t *Table) Words() []uint64 { return t.words }
+
+// LoadNext is Next over words (from Words) read with atomic loads, for a
+// reader that does not hold the writer's lock. A probe under concurrent
+// mutation may skip or repeat words; it gives up (false, with *i = -1)
+// after len(words) words. Start the probe at Home(words, tag).
+func LoadNext(words []uint64, tag uint32, i *int) (uint32, bool) {
+	if *i < 0 || len(words) == 0 {
+		return 0, false
+	}
+	mask := len(words) - 1
+	j := *i & mask
+	for range len(words) {
+		w := atomic.LoadUint64(&words[j])
+		if w == 0 {
+			break
+		}
+		if uint32(w>>32) == tag {
+			*i = (j + 1) & mask
+			return uint32(w) - 1, true
+		}
+		j = (j + 1) & mask
+	}
+	*i = -1
+	return 0, false
+}
+
+// Home is where a probe for tag starts in words (from Words).
+func Home(words []uint64, tag uint32) int { return int(tag) & (len(words) - 1) }
+
 // Touch loads the word where a probe for tag starts and returns it, so
 // that a caller can warm the cache line before it needs it.
 func (t *Table) Touch(tag uint32) uint64 {
@@ -112,7 +151,7 @@ func (t *Table) put(tag uint32, slot uint32) {
 	for t.words[i] != 0 {
 		i = (i + 1) & mask
 	}
-	t.words[i] = uint64(tag)<<32 | uint64(slot+1)
+	atomic.StoreUint64(&t.words[i], uint64(tag)<<32|uint64(slot+1))
 }
 
 // Delete removes the pair (tag, slot) and reports whether it was present.
@@ -145,11 +184,11 @@ func (t *Table) Delete(tag uint32, slot uint32) bool {
 		h := t.home(uint32(w >> 32))
 		// Move w into i unless its home lies cyclically in (i, j].
 		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
-			t.words[i] = w
+			atomic.StoreUint64(&t.words[i], w)
 			i = j
 		}
 	}
-	t.words[i] = 0
+	atomic.StoreUint64(&t.words[i], 0)
 	t.n--
 	if t.n == 0 {
 		t.words = nil
@@ -168,7 +207,7 @@ func (t *Table) Replace(tag uint32, old, new uint32) bool {
 	mask := len(t.words) - 1
 	for i := t.home(tag); t.words[i] != 0; i = (i + 1) & mask {
 		if t.words[i] == want {
-			t.words[i] = uint64(tag)<<32 | uint64(new+1)
+			atomic.StoreUint64(&t.words[i], uint64(tag)<<32|uint64(new+1))
 			return true
 		}
 	}

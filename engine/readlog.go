@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/tidekv/tide/evict"
+)
+
+// Read bookkeeping off the read's critical path.
+//
+// An optimistic read (peek) holds no lock, so it may not call the policy's
+// Access or Miss (the evict.Policy contract allows those only under the
+// shard's read lock). It records the event in the shard's readLog instead:
+// lossy, striped ring buffers that the next holder of the shard's
+// exclusive lock drains into the policy (shardMu.Lock), as otter and
+// Caffeine do (BP-Wrapper). A reader picks a stripe at random, claims a
+// slot with one compare-and-swap and drops the event if the stripe is full
+// or the CAS fails, so a read never waits and two cores rarely write the
+// same cache line. Hit and miss counts go to the engine's striped counters
+// (readCounts), exact and summed by Stats.
+
+const (
+	logStripes  = 4  // per shard and kind; a power of two
+	accessSlots = 14 // per stripe: 8 bytes of indexes + 56 bytes of slots = one cache line
+	missSlots   = 7
+)
+
+type accessStripe struct {
+	tail  atomic.Uint32 // next slot to claim
+	head  atomic.Uint32 // next slot to drain; written under the exclusive lock
+	slots [accessSlots]atomic.Uint32
+}
+
+type missStripe struct {
+	tail  atomic.Uint32
+	head  atomic.Uint32
+	slots [missSlots]atomic.Uint64
+}
+
+// readLog is a shard's buffer of optimistic reads for its policy. Zero
+// value: empty. Safe for concurrent pushes; drained under the shard's
+// exclusive lock. Memory: 512 bytes a shard.
+type readLog struct {
+	access [logStripes]accessStripe
+	miss   [logStripes]missStripe
+}
+
+// pushAccess records a read hit on slot; r picks the stripe.
+func (l *readLog) pushAccess(slot uint32, r uint32) {
+	st := &l.access[r&(logStripes-1)]
+	t := st.tail.Load()
+	if t-st.head.Load() >= accessSlots || !st.tail.CompareAndSwap(t, t+1) {
+		return
+	}
+	st.slots[t%accessSlots].Store(slot)
+}
+
+// pushMiss records a read of an absent key with hash h.
+func (l *readLog) pushMiss(h uint64, r uint32) {
+	st := &l.miss[r&(logStripes-1)]
+	t := st.tail.Load()
+	if t-st.head.Load() >= missSlots || !st.tail.CompareAndSwap(t, t+1) {
+		return
+	}
+	st.slots[t%missSlots].Store(h)
+}
+
+// drainReadsLocked hands the logged reads to the policy. A slot claimed by
+// a reader that has not stored it yet is read stale: the event is lost or
+// reported for an older slot, which is harmless for a lossy log; a slot no
+// longer tracked (removed, pinned, reused by an untracked entry) is skipped.
+// s.mu must be held exclusively.
+func (s *shard) drainReadsLocked() {
+	l := s.rlog
+	if l == nil || s.pol == nil {
+		return
+	}
+	for i := range l.access {
+		st := &l.access[i]
+		t := st.tail.Load()
+		for j := st.head.Load(); j != t; j++ {
+			slot := st.slots[j%accessSlots].Load()
+			if int(slot) < len(s.ents) && s.ents[slot] != 0 && s.at(slot).flags()&flagTracked != 0 {
+				s.pol.Access(evict.Handle(slot))
+			}
+		}
+		st.head.Store(t)
+	}
+	for i := range l.miss {
+		st := &l.miss[i]
+		t := st.tail.Load()
+		for j := st.head.Load(); j != t; j++ {
+			s.pol.Miss(st.slots[j%missSlots].Load())
+		}
+		st.head.Store(t)
+	}
+}
+
+// readCounts are the engine's hit and miss counters, striped so that
+// concurrent readers rarely write the same cache line: a read adds to a
+// random stripe, Stats sums them.
+type readCounts [16]struct {
+	hits, misses atomic.Uint64
+	_            [48]byte
+}
+
+// count counts a read's hit or miss in stripe r.
+func (c *readCounts) count(hit bool, r uint32) {
+	st := &c[r&15]
+	if hit {
+		st.hits.Add(1)
+	} else {
+		st.misses.Add(1)
+	}
+}
+
+// countRead counts a read's hit or miss in a random stripe.
+func (e *Engine) countRead(hit bool) { e.reads.count(hit, rand.Uint32()) }
+
+// sum returns the hits and misses counted.
+func (c *readCounts) sum() (hits, misses uint64) {
+	for i := range c {
+		hits += c[i].hits.Load()
+		misses += c[i].misses.Load()
+	}
+	return hits, misses
+}

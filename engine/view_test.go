@@ -1,0 +1,303 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/evict"
+)
+
+// View reports hits and misses as Get does, and calls fn only on a hit.
+func TestViewReportsWhatGetReports(t *testing.T) {
+	e, _ := newTest(t, Config{})
+	mustSet(t, e, "k", "v1")
+	var got []byte
+	calls := 0
+	if !e.View("k", func(v []byte) { calls++; got = append(got, v...) }) || string(got) != "v1" || calls != 1 {
+		t.Fatalf("View(k) = %q after %d calls, want v1 once", got, calls)
+	}
+	if e.View("absent", func([]byte) { calls++ }) || calls != 1 {
+		t.Fatalf("View(absent) found it or called fn (%d calls)", calls)
+	}
+	if st := e.Stats(); st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("Stats hits %d misses %d, want 1 and 1", st.Hits, st.Misses)
+	}
+}
+
+// The zero-copy read allocates nothing.
+func TestViewAllocatesNothing(t *testing.T) {
+	e, _ := newTest(t, Config{MaxBytes: 1 << 20, Policy: evict.TinyLFU})
+	mustSet(t, e, "k", "some value")
+	n := 0
+	fn := func(v []byte) { n += len(v) }
+	if a := testing.AllocsPerRun(100, func() { e.View("k", fn) }); a != 0 {
+		t.Fatalf("View allocates %v per call, want 0", a)
+	}
+	if a := testing.AllocsPerRun(100, func() { e.View("absent", fn) }); a != 0 {
+		t.Fatalf("View of a missing key allocates %v per call, want 0", a)
+	}
+}
+
+// fn runs with no engine lock held: it may read, overwrite and delete the
+// very key it is viewing, and the bytes it was given do not change under
+// it (a write stores a new record).
+func TestViewCallbackMayCallBackIntoTheEngine(t *testing.T) {
+	for _, newLen := range []int{1, 5, 500} { // shorter, equal, longer than the value viewed
+		t.Run(fmt.Sprint(newLen), func(t *testing.T) {
+			e, _ := newTest(t, Config{MaxBytes: 1 << 20, Policy: evict.TinyLFU})
+			mustSet(t, e, "k", "hello")
+			mustSet(t, e, "other", "x")
+			done := make(chan bool, 1)
+			go func() {
+				done <- e.View("k", func(v []byte) {
+					if got, ok := e.Get("k"); !ok || string(got) != "hello" {
+						t.Errorf("Get inside View = %q, %v", got, ok)
+					}
+					if _, err := e.Set("k", bytes.Repeat([]byte{'z'}, newLen)); err != nil {
+						t.Errorf("Set inside View: %v", err)
+					}
+					if _, err := e.Set("other", []byte("y")); err != nil {
+						t.Errorf("Set of another key inside View: %v", err)
+					}
+					if string(v) != "hello" {
+						t.Errorf("value changed under View after an overwrite: %q", v)
+					}
+					if !e.Delete("k") {
+						t.Error("Delete inside View found nothing")
+					}
+					if string(v) != "hello" {
+						t.Errorf("value changed under View after a delete: %q", v)
+					}
+				})
+			}()
+			select {
+			case ok := <-done:
+				if !ok {
+					t.Fatal("View missed")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("View whose callback calls the engine deadlocked")
+			}
+			mustCheck(t, e)
+		})
+	}
+}
+
+// Under concurrent overwrites (which rebuild the arena), deletes and
+// evictions, every View sees one whole value as it was written: all its
+// bytes equal and its length the one written with that byte. Run under
+// -race, this also checks that fn's reads race with no write.
+func TestViewSeesWholeValuesUnderConcurrentWriters(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 64 << 10, Policy: evict.TinyLFU})
+	const keys = 32
+	key := func(i int) string { return fmt.Sprintf("key-%d", i) }
+	valueOf := func(b byte) []byte { return bytes.Repeat([]byte{b}, 1+int(b)%200) }
+	for i := range keys {
+		if _, err := e.Set(key(i), valueOf(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	iters := 4000
+	if raceEnabled {
+		iters = 1500
+	}
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range iters {
+				k := key((i*7 + w) % keys)
+				if i%13 == 0 {
+					e.Delete(k)
+					continue
+				}
+				if _, err := e.Set(k, valueOf(byte(i*31+w))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range iters {
+				e.View(key((i+r)%keys), func(v []byte) {
+					if len(v) == 0 {
+						t.Error("View gave an empty value; none was written")
+						return
+					}
+					if want := valueOf(v[0]); !bytes.Equal(v, want) {
+						t.Errorf("View saw a torn value: %d bytes starting %d, want %d", len(v), v[0], len(want))
+					}
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	mustCheck(t, e)
+}
+
+// A due key is never shown: View misses, does not call fn, and removes
+// the key (lazy expiry, as every read does).
+func TestViewOfADueKeyMisses(t *testing.T) {
+	e, clk := newTest(t, Config{})
+	if _, _, err := e.SetWith("k", []byte("v"), SetOptions{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if !e.View("k", func([]byte) {}) {
+		t.Fatal("View missed a live key with a TTL")
+	}
+	clk.Advance(time.Second)
+	if e.View("k", func([]byte) { t.Error("fn called for a due key") }) {
+		t.Fatal("View found a due key")
+	}
+	if st := e.Stats(); st.Entries != 0 || st.Expired != 1 {
+		t.Fatalf("after View of a due key: %d entries, %d expired; want 0 and 1", st.Entries, st.Expired)
+	}
+}
+
+// A closed engine reports a miss and never calls fn.
+func TestViewOnAClosedEngineMisses(t *testing.T) {
+	e, _ := newTest(t, Config{})
+	mustSet(t, e, "k", "v")
+	e.Close()
+	if e.View("k", func([]byte) { t.Error("fn called on a closed engine") }) {
+		t.Fatal("View found a key in a closed engine")
+	}
+}
+
+func mustSet(t testing.TB, e *Engine, key, value string) {
+	t.Helper()
+	if _, err := e.Set(key, []byte(value)); err != nil {
+		t.Fatalf("Set(%q): %v", key, err)
+	}
+}
+
+// A read that starts after a write has returned sees that write (or a
+// later one), whichever path it takes: the optimistic read must never
+// answer from a stale view of the shard while writers grow the table and
+// ents, rebuild the arena (values of changing lengths) and reuse slots
+// (other keys deleted and created).
+func TestReadsAfterAWriteSeeIt(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: evict.TinyLFU})
+	iters := 3000
+	if raceEnabled {
+		iters = 1000
+	}
+	var done atomic.Int64 // the highest value whose Set has returned
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // churn: other keys come and go, moving slots and table words
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := fmt.Sprintf("churn-%d", i%97)
+			if i%3 == 0 {
+				e.Delete(k)
+			} else if _, err := e.Set(k, bytes.Repeat([]byte{'c'}, i%300)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	readers := make(chan error, 2)
+	for range 2 {
+		go func() {
+			var buf []byte
+			for {
+				want := done.Load()
+				if want >= int64(iters) {
+					readers <- nil
+					return
+				}
+				check := func(v []byte) error {
+					got, err := strconv.ParseInt(string(bytes.TrimRight(v, "-")), 10, 64)
+					if err != nil || got < want {
+						return fmt.Errorf("read %q after the write of %d had returned", v, want)
+					}
+					return nil
+				}
+				var ok bool
+				if buf, ok = e.AppendGet(buf[:0], "k"); ok {
+					if err := check(buf); err != nil {
+						readers <- err
+						return
+					}
+				}
+				var err error
+				e.View("k", func(v []byte) { err = check(v) })
+				if err != nil {
+					readers <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 1; i <= iters; i++ {
+		// Lengths vary so that overwrites append and rebuild the arena.
+		if _, err := e.Set("k", append([]byte(strconv.Itoa(i)), bytes.Repeat([]byte{'-'}, i%50)...)); err != nil {
+			t.Fatal(err)
+		}
+		done.Store(int64(i))
+	}
+	for range 2 {
+		if err := <-readers; err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	mustCheck(t, e)
+}
+
+// The plain read allocates nothing into a buffer with room, on the
+// optimistic path and on the locked one (a key with a TTL).
+func TestAppendGetAllocatesNothing(t *testing.T) {
+	e, _ := newTest(t, Config{MaxBytes: 1 << 20, Policy: evict.TinyLFU})
+	mustSet(t, e, "k", "some value")
+	if _, err := e.SetTTL("t", []byte("some value"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, 64)
+	for _, k := range []string{"k", "t", "absent"} {
+		if a := testing.AllocsPerRun(100, func() { buf, _ = e.AppendGet(buf[:0], k) }); a != 0 {
+			t.Errorf("AppendGet(%q) allocates %v per call, want 0", k, a)
+		}
+	}
+}
+
+// Get allocates the copy it returns and nothing else, whatever the value's
+// length, on the optimistic path and on the locked one (a key with a TTL).
+func TestGetAllocatesOnlyTheCopy(t *testing.T) {
+	e, _ := newTest(t, Config{MaxBytes: 1 << 20, Policy: evict.TinyLFU})
+	for _, n := range []int{1, 8, 63, 64, 65, 1000} {
+		v := bytes.Repeat([]byte{'v'}, n)
+		if _, err := e.Set("k", v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.SetTTL("t", v, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"k", "t"} {
+			if got, _ := e.Get(k); !bytes.Equal(got, v) {
+				t.Fatalf("Get(%q) = %d bytes, want %d", k, len(got), n)
+			}
+			if a := testing.AllocsPerRun(50, func() { e.Get(k) }); a != 1 {
+				t.Errorf("Get(%q) of a %d-byte value allocates %v times, want 1", k, n, a)
+			}
+		}
+	}
+}
