@@ -181,9 +181,10 @@ func (s *shard) allocLocked(n int) uint32 {
 
 // compactLocked rebuilds the arena with only live bytes, room for extra
 // more, and headroom: 25% of that, or up to twice the garbage found (at
-// most the live bytes again) when the arena filled with garbage. Overwrites
-// append (records are immutable), so a shard under overwrites fills its
-// arena with garbage; the larger headroom makes it rebuild less often,
+// most the live bytes again) when the arena filled with garbage. An
+// overwrite that cannot be done in place (a longer value, or a record a
+// View marked) appends, so a shard under such overwrites fills its arena
+// with garbage; the larger headroom makes it rebuild less often,
 // copying about as many live bytes as it appended instead of four times
 // as many, at the price of an arena up to twice its live bytes.
 func (s *shard) compactLocked(extra int) {
