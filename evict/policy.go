@@ -9,8 +9,9 @@
 //
 // Concurrency: the engine calls Add, Update, Remove and Victim with the
 // shard's write lock held, so those never run concurrently with any other
-// method of the same instance. Access and Miss are called with only the
-// shard's read lock held: they may run concurrently with each other (from
+// method of the same instance. Access and Miss are called with at least the
+// shard's read lock held (the engine logs lock-free reads and hands them to
+// the policy under a lock): they may run concurrently with each other (from
 // many goroutines) but never with Add, Update, Remove or Victim. Access and
 // Miss must therefore be safe for concurrent use (atomics, or lossy
 // best-effort updates) and must not block.
