@@ -19,11 +19,14 @@ import (
 //     word stores, unless a View may be reading the old value in place
 //     (flagViewed): then it appends a new record, and the old record's
 //     bytes are never written again. An arena's bytes are never reused for
-//     another record: when an append does not fit, or garbage exceeds half
-//     a large arena after removals, the arena is rebuilt compactly into a
-//     new array (25% headroom, more for an arena that filled with
-//     garbage). So Engine.View can hand a value to a callback that runs
-//     with no lock held. Bytes no live record uses are counted as garbage.
+//     another record: when an append does not fit, the arena moves into a
+//     new array 25% larger, bytes and offsets as they are (doubling while
+//     New replays the log), or, if more than an eighth of it is garbage,
+//     is rebuilt compactly into a new array (25% headroom, more for an
+//     arena that filled with garbage); so is an arena whose garbage
+//     exceeds half of it after removals. So Engine.View can hand a value
+//     to a callback that runs with no lock held. Bytes no live record uses
+//     are counted as garbage.
 //   - ents []uint32: the arena offset (+1) of each slot's record; 0 marks a
 //     free slot (free slots are kept on a stack and reused). The slot is the
 //     entry's handle for the eviction policy and the expiry index. The array

@@ -29,6 +29,9 @@ func (e *Engine) openLog(cfg Durability) error {
 	default:
 		acfg.Sync = aof.SyncEverySecond
 	}
+	for i := range e.shards {
+		e.shards[i].bulk = true
+	}
 	l, rep, err := aof.Open(acfg, e.now(), e.replay)
 	if err != nil {
 		switch {
@@ -63,7 +66,9 @@ func (e *Engine) openLog(cfg Durability) error {
 		// Replay counted its removals and writes: the counters start
 		// from zero, as in a fresh engine.
 		s.writes, s.expired, s.evicted, s.deleted, s.replaced = 0, 0, 0, 0, 0
+		s.trimLocked()
 		s.maybeShrinkLocked()
+		s.publishLocked()
 		d.rep.Entries += s.live
 	}
 	e.dur = d
