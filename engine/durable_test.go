@@ -589,3 +589,61 @@ func mustOK(t *testing.T) func(bool, error) {
 		}
 	}
 }
+
+// Recovery sizes arenas for the data it replays (a base presizes them;
+// a log doubles them as it streams in) and then trims them: a recovered
+// engine holds the same entries, and no arena keeps more than the usual
+// headroom, whether the replay came from a log, a base, or a base larger
+// than a lowered MaxBytes.
+func TestRecoveredArenasKeepTheUsualHeadroom(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rewrite  bool
+		maxBytes int64
+	}{
+		{"log", false, 0},
+		{"base", true, 0},
+		{"base over a lowered cap", true, 4000 * (EntryOverhead + 40)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			clk := clock.NewManual(time.Unix(1e9, 0))
+			e := mustOpenDurable(t, nil, dir, clk, Config{Shards: 4})
+			for i := range 20000 {
+				if _, err := e.Set(fmt.Sprintf("key-%08d", i), bytes.Repeat([]byte{byte(i)}, 28)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.rewrite {
+				if err := e.Rewrite(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := dump(e)
+			e.Close()
+			e = mustOpenDurable(t, nil, dir, clk, Config{Shards: 4, MaxBytes: tc.maxBytes, Policy: evict.AllKeysLRU})
+			defer e.Close()
+			got := dump(e)
+			if tc.maxBytes == 0 {
+				if d := diffDumps(want, got); d != "" {
+					t.Fatalf("recovered entries differ:\n%s", d)
+				}
+			} else if len(got) == 0 || len(got) > 4000 {
+				t.Fatalf("recovered %d entries under a cap of 4000 entries' worth", len(got))
+			}
+			for i := range e.shards {
+				s := &e.shards[i]
+				s.mu.RLock()
+				n, c, bulk := len(s.arena), cap(s.arena), s.bulk
+				s.mu.RUnlock()
+				if bulk {
+					t.Errorf("shard %d still in bulk mode after recovery", i)
+				}
+				if c-n > n/4+4096 {
+					t.Errorf("shard %d: arena cap %d for %d bytes used, want at most %d", i, c, n, n+n/4+4096)
+				}
+			}
+			mustCheck(t, e)
+		})
+	}
+}

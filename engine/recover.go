@@ -32,6 +32,7 @@ func (e *Engine) openLog(cfg Durability) error {
 	for i := range e.shards {
 		e.shards[i].bulk = true
 	}
+	acfg.BaseSize = e.presize
 	l, rep, err := aof.Open(acfg, e.now(), e.replay)
 	if err != nil {
 		switch {
@@ -66,9 +67,6 @@ func (e *Engine) openLog(cfg Durability) error {
 		// Replay counted its removals and writes: the counters start
 		// from zero, as in a fresh engine.
 		s.writes, s.expired, s.evicted, s.deleted, s.replaced = 0, 0, 0, 0, 0
-		s.trimLocked()
-		s.maybeShrinkLocked()
-		s.publishLocked()
 		d.rep.Entries += s.live
 	}
 	e.dur = d
@@ -80,6 +78,13 @@ func (e *Engine) openLog(cfg Durability) error {
 			e.closeLog()
 			return err
 		}
+	}
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.Lock()
+		s.trimLocked()
+		s.maybeShrinkLocked()
+		s.mu.Unlock() // publishes the arrays
 	}
 	d.rep.Duration = time.Since(start)
 	if cfg.RewritePercent != NoAutoRewrite {
@@ -140,6 +145,24 @@ func (e *Engine) evictToFit() (int, error) {
 // replay applies one record of the log. It runs before the engine starts
 // (single goroutine); it takes the shard lock all the same, for the
 // invariants the helpers assume.
+// presize gives every shard an arena for its share of a base of n bytes
+// (a base record is about as long as the arena record it becomes), bounded
+// by MaxBytes: the live data set streams in without a single arena move.
+// Capacity the replay does not use costs address space, not memory, until
+// trimLocked gives it back.
+func (e *Engine) presize(n int64) {
+	if e.b != nil {
+		n = min(n, e.b.max)
+	}
+	per := n / int64(len(e.shards))
+	per = min(per+per/16, maxArena/2)
+	for i := range e.shards {
+		if s := &e.shards[i]; len(s.arena) == 0 && int64(cap(s.arena)) < per {
+			s.arena = newArena(int(per))
+		}
+	}
+}
+
 func (e *Engine) replay(r *aof.Record) error {
 	switch r.Op {
 	case aof.OpSet:

@@ -1,11 +1,16 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/tidekv/tide/internal/aof"
 )
+
+func benchKey(i int) string { return fmt.Sprintf("key-%011d", i) } // 16 bytes
+
+var benchValue = make([]byte, 64)
 
 // putLockedTwoLookups is the replay's store as it was before it looked the
 // key up once: kept as the peer of BenchmarkReplaySet.

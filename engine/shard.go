@@ -216,8 +216,13 @@ func (s *shard) compactLocked(extra int) {
 	if int64(want) > maxArena {
 		want = int(maxArena)
 	}
-	want &^= 7
-	na := newArena(want)
+	s.rebuildLocked(want)
+}
+
+// rebuildLocked copies the live records into a new arena of capacity n (at
+// least the live bytes), in slot order, and updates ents.
+func (s *shard) rebuildLocked(n int) {
+	na := newArena(n &^ 7)
 	for i, o := range s.ents {
 		if o == 0 {
 			continue
@@ -255,12 +260,18 @@ func (s *shard) moveLocked(n int) {
 	s.arena = na
 }
 
-// trimLocked ends bulk mode: an arena with more than 25% headroom (it
-// doubled late in the replay) moves into one with 12.5%, so a recovered
+// trimLocked ends bulk mode. An arena with more than 25% headroom (it
+// doubled late in the replay, or was presized for more than it got) moves
+// into one with 12.5%, and one more than an eighth garbage (a recovery
+// under a lowered MaxBytes evicted) is rebuilt with 12.5%: a recovered
 // engine holds no more memory than one that grew by quarters.
 func (s *shard) trimLocked() {
 	s.bulk = false
-	if n := len(s.arena); cap(s.arena)-n > n/4+4096 {
+	n := len(s.arena)
+	switch live := n - s.garbage; {
+	case s.garbage > n/8:
+		s.rebuildLocked(live + live/8)
+	case cap(s.arena)-n > n/4+4096:
 		s.moveLocked(n + n/8)
 	}
 }

@@ -52,6 +52,10 @@ type Config struct {
 	// incremental log are discarded (Recovery.Corruption and
 	// DiscardedBytes say what). Corruption in the base is always an error.
 	TruncateCorrupt bool
+	// BaseSize, if set, is called before the base is replayed with its
+	// size in bytes (a rewrite writes the live data set once, so the
+	// caller may size its storage for it). Not called without a base.
+	BaseSize func(bytes int64)
 }
 
 // batch is a group of records written (and, with SyncAlways, synced)

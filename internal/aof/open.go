@@ -81,7 +81,7 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 	l.seq = man.maxSeq()
 	rp := &replayer{now: now, apply: apply, rep: &rep}
 	if man.base != 0 {
-		if err := rp.replayBase(fsys, baseName(man.base)); err != nil {
+		if err := rp.replayBase(fsys, baseName(man.base), cfg.BaseSize); err != nil {
 			return nil, rep, err
 		}
 		rep.Files++

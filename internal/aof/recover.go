@@ -105,7 +105,7 @@ func (rp *replayer) expireDue() error {
 
 // replayBase reads the base snapshot. Any damage is an error: the base was
 // complete and synced before the manifest named it.
-func (rp *replayer) replayBase(fsys FS, name string) error {
+func (rp *replayer) replayBase(fsys FS, name string, hint func(int64)) error {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return fmt.Errorf("tide: log base: %w", err)
@@ -114,6 +114,9 @@ func (rp *replayer) replayBase(fsys FS, name string) error {
 	size, err := f.Size()
 	if err != nil {
 		return fmt.Errorf("tide: log base: %w", err)
+	}
+	if hint != nil {
+		hint(size)
 	}
 	_, err = readSnapshot(io.NewSectionReader(f, 0, size), name, size, rp.deliver)
 	return err
