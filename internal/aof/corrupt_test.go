@@ -276,3 +276,69 @@ func TestForeignFilesKept(t *testing.T) {
 		t.Errorf("files = %s, want %s", got, want)
 	}
 }
+
+// BaseSize hands the caller a base's size before the replay, so that it
+// can size its storage; a base whose last bytes are not an end frame (cut,
+// zero-filled or sparse past its end, damaged) gets no hint: an attacker's
+// or a crash's huge file must fail the read, not make the caller reserve
+// memory for it first.
+func TestBaseSizeHintOnlyForACompleteBase(t *testing.T) {
+	build := func(t *testing.T) *faultfs.FS {
+		fsys := faultfs.New()
+		l, _, err := aof.Open(aof.Config{FS: fsys, Sync: aof.SyncAlways}, 0, state{}.apply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := state{}
+		for i := range 50 {
+			r := set(fmt.Sprintf("k%d", i), "value", uint64(i+1))
+			if err := l.Append(r); err != nil {
+				t.Fatal(err)
+			}
+			st.apply(r)
+		}
+		if _, err := l.Rewrite(stateSource{st: st, versions: []uint64{50}}); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		return fsys
+	}
+	const base = "base-0000000003.snap"
+	tests := []struct {
+		name     string
+		damage   func(*faultfs.FS)
+		wantHint bool
+	}{
+		{"complete", func(*faultfs.FS) {}, true},
+		{"cut", func(fs *faultfs.FS) { chop(fs, base, 5) }, false},
+		{"zeros appended", func(fs *faultfs.FS) {
+			b, _ := fs.Contents(base)
+			fs.SetContents(base, append(b, make([]byte, 1<<20)...))
+		}, false},
+		{"end frame damaged", func(fs *faultfs.FS) {
+			b, _ := fs.Contents(base)
+			flip(fs, base, len(b)-3)
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := build(t)
+			tt.damage(fsys)
+			b, ok := fsys.Contents(base)
+			if !ok {
+				t.Fatalf("no %s: the rewrite names its base differently", base)
+			}
+			var hints []int64
+			l, _, err := aof.Open(aof.Config{FS: fsys, BaseSize: func(n int64) { hints = append(hints, n) }}, 0, state{}.apply)
+			if err == nil {
+				l.Close()
+			}
+			switch {
+			case tt.wantHint && (err != nil || len(hints) != 1 || hints[0] != int64(len(b))):
+				t.Errorf("Open = %v, hints %v; want nil and one hint of %d", err, hints, len(b))
+			case !tt.wantHint && (len(hints) != 0 || !errors.Is(err, aof.ErrCorrupt)):
+				t.Errorf("Open = %v, hints %v; want ErrCorrupt and no hint", err, hints)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package aof
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -115,11 +116,30 @@ func (rp *replayer) replayBase(fsys FS, name string, hint func(int64)) error {
 	if err != nil {
 		return fmt.Errorf("tide: log base: %w", err)
 	}
-	if hint != nil {
+	if hint != nil && endsWithEndFrame(f, size) {
 		hint(size)
 	}
 	_, err = readSnapshot(io.NewSectionReader(f, 0, size), name, size, rp.deliver)
 	return err
+}
+
+// endsWithEndFrame reports whether the last bytes of a snapshot of size
+// bytes are a well-formed end frame (its checksum right; whether its count
+// and checksum agree with the frames before is for the full read to tell).
+// A base that does not (a truncated, sparse or damaged file) gets no size
+// hint: the read fails on it without the caller sizing anything for it.
+func endsWithEndFrame(r io.ReaderAt, size int64) bool {
+	const n = frameHeader + endPayload
+	if size < fileHeader+n {
+		return false
+	}
+	var b [n]byte
+	if _, err := r.ReadAt(b[:], size-n); err != nil {
+		return false
+	}
+	le := binary.LittleEndian
+	return le.Uint32(b[0:]) == endPayload && Op(b[frameHeader]) == opEnd &&
+		le.Uint32(b[4:]) == frameCRC(b[0:4], b[frameHeader:])
 }
 
 // replayIncr reads an incremental log. It returns the offset after its
