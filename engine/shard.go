@@ -205,7 +205,7 @@ func (s *shard) compactLocked(extra int) {
 			room = max(want, 256)
 		}
 		if int64(want)+int64(room) <= maxArena {
-			s.moveLocked(want + room)
+			s.moveLocked((want + room) &^ 7)
 			return
 		}
 	}
