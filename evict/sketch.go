@@ -2,56 +2,81 @@ package evict
 
 import "math/bits"
 
+// sketchCounters is the number of 4-bit counters the sketch holds per entry
+// it is sized for.
+var sketchCounters = 16
+
 // sketch is a count-min sketch of 4-bit counters with periodic halving (the
 // TinyLFU "reset"), laid out like Caffeine's: each key maps to one 64-byte
 // block of 8 words and uses one 4-bit counter in each of 4 word pairs, so an
-// update touches a single cache line. It holds about one word (16 counters)
-// per cached entry. It is used under the shard write lock only.
+// update touches a single cache line. Keys are fingerprints (see
+// fingerprint). A key's block is picked by multiply-shift over the number
+// of blocks, so the table need not be a power of two: it holds
+// sketchCounters counters per entry it is sized for, rounded up to a
+// block. It is used under the shard write lock only.
 type sketch struct {
 	table     []uint64
-	blockMask uint64 // number of blocks - 1
+	blocks    uint64 // len(table) / 8
 	additions int    // increments since the last reset
 	period    int    // reset when additions reaches period
-	n         int    // entries the sketch is sized for
+	n         int    // entries the reset period is set for
 }
 
-// ensure sizes the sketch for about n entries. Growing doubles the table by
-// copying it into both halves, which keeps every key's counters as they
-// were (the block index gains one hash bit, and both choices hold a copy).
-func (s *sketch) ensure(n int) {
-	n = min(max(n, 8), 1<<26)
-	want := 1 << bits.Len(uint(n-1)) // next power of two, in words
+// sketchMaxWords bounds the table (512 MiB).
+const sketchMaxWords = 1 << 26
+
+func sketchWords(n int) int {
+	w := (max(n, 1)*sketchCounters/16 + 7) &^ 7
+	return min(max(w, 8), sketchMaxWords)
+}
+
+// setPeriod makes the reset period 10 × n increments, n being the
+// capacity in entries; the period only grows.
+func (s *sketch) setPeriod(n int) {
 	if n > s.n {
 		s.n = n
 		s.period = 10 * n
 	}
+}
+
+// ensure sizes the table for at least n entries. Growing it by a quarter or
+// more maps each new block to the old block its hash range overlaps most
+// and copies that block, so every key keeps its counters, except keys
+// hashed near a block boundary, which take their neighbour's (as if they
+// had collided). Doubling keeps every key's counters exactly.
+func (s *sketch) ensure(n int) {
+	want := sketchWords(n)
 	if len(s.table) >= want {
 		return
 	}
-	if len(s.table) == 0 {
-		s.table = make([]uint64, want)
-	} else {
-		for len(s.table) < want {
-			t := make([]uint64, 2*len(s.table))
-			copy(t, s.table)
-			copy(t[len(s.table):], s.table)
-			s.table = t
+	if len(s.table) > 0 {
+		want = min(max(want, (len(s.table)+len(s.table)/4+7)&^7), sketchMaxWords)
+	}
+	t := make([]uint64, want)
+	if old := s.blocks; old > 0 {
+		nb := uint64(want / 8)
+		for j := range nb {
+			// The old block under the middle of new block j's hash range.
+			i := ((2*j + 1) * old) / (2 * nb)
+			copy(t[8*j:8*j+8], s.table[8*i:8*i+8])
 		}
 	}
-	s.blockMask = uint64(len(s.table)/8 - 1)
+	s.table = t
+	s.blocks = uint64(want / 8)
 }
 
-func (s *sketch) block(hash uint64) (base uint64, h uint64) {
-	h = mix64(hash)
-	return (h & s.blockMask) * 8, mix64(h ^ 0x5bd1e9955bd1e995)
+func (s *sketch) block(fp uint32) (base uint64, h uint64) {
+	h = mix64(uint64(fp))
+	hi, _ := bits.Mul64(h, s.blocks)
+	return hi * 8, mix64(h ^ 0x5bd1e9955bd1e995)
 }
 
-// frequency returns the estimated count of hash, 0..15.
-func (s *sketch) frequency(hash uint64) uint32 {
+// frequency returns the estimated count of fp, 0..15.
+func (s *sketch) frequency(fp uint32) uint32 {
 	if len(s.table) == 0 {
 		return 0
 	}
-	base, h := s.block(hash)
+	base, h := s.block(fp)
 	f := uint32(15)
 	for i := range uint64(4) {
 		word := base + 2*i + (h>>(8*i))&1
@@ -61,13 +86,13 @@ func (s *sketch) frequency(hash uint64) uint32 {
 	return f
 }
 
-// increment adds one to hash's counters (those below 15) and halves every
+// increment adds one to fp's counters (those below 15) and halves every
 // counter once period increments have been made.
-func (s *sketch) increment(hash uint64) {
+func (s *sketch) increment(fp uint32) {
 	if len(s.table) == 0 {
 		return
 	}
-	base, h := s.block(hash)
+	base, h := s.block(fp)
 	added := false
 	for i := range uint64(4) {
 		word := base + 2*i + (h>>(8*i))&1
