@@ -431,3 +431,31 @@ func Example_tinyLFU() {
 	fmt.Println("popular entry evicted:", evicted7)
 	// Output: popular entry evicted: false
 }
+
+// TestMissThenAddCountsOnceWithinAShard guards W-TinyLFU's cache-aside
+// rule: a Miss followed by the Add of the same key counts one reference in
+// the sketch, even when other keys of the same shard missed in between.
+// The engine picks a key's shard by the hash's low bits, so every hash a
+// shard's policy sees has the same low bits.
+func TestMissThenAddCountsOnceWithinAShard(t *testing.T) {
+	const shardBits, n = 0x2a, 600
+	r := rng{s: 7}
+	hash := func() uint64 { return r.next()<<6 | shardBits }
+	p := newTinyLFU(1000)
+	for i := range n { // past half the cap: the sketch counts
+		p.Add(Handle(i), Entry{Hash: hash(), Size: 1})
+	}
+	for i := range 20 {
+		a, b := hash(), hash()
+		before := p.sk.frequency(fingerprint(a))
+		p.Miss(a)
+		p.Miss(b)
+		p.Add(Handle(n+i), Entry{Hash: a, Size: 1}) // replays both misses first
+		if got := p.sk.frequency(fingerprint(a)); got != before+1 {
+			t.Fatalf("key %d: frequency %d after a Miss and its Add, want %d", i, got, before+1)
+		}
+	}
+	if err := p.check(); err != nil {
+		t.Fatal(err)
+	}
+}
