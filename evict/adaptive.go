@@ -58,7 +58,7 @@ package evict
 // Larger shards sample a fraction of about adaptiveFull/entries or less:
 // BenchmarkVictim (65536 entries) measured about 2 times TinyLFU's.
 //
-// Memory: TinyLFU's (about 24 bytes per entry, 5 KiB of buffers), plus
+// Memory: TinyLFU's (about 23 bytes per entry, 5 KiB of buffers), plus
 // the miniature caches: 6 × (about 45 bytes per miniature entry, map,
 // sketch and buffers included), where a miniature cache holds
 // min(entries, adaptiveFull) entries, or up to adaptiveGhost for shards

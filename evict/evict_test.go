@@ -459,3 +459,35 @@ func TestMissThenAddCountsOnceWithinAShard(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSketchGrowthKeepsCounts guards the sketch's growth: a sketch that
+// grows with the entries (one block at a time, or many at once) reports
+// every key's count as before.
+func TestSketchGrowthKeepsCounts(t *testing.T) {
+	var s sketch
+	s.setPeriod(1 << 30) // no reset during the test
+	s.ensure(100)
+	r := rng{s: 11}
+	fps := make([]uint32, 2000)
+	for i := range fps {
+		fps[i] = uint32(r.next())
+		for range r.intn(6) {
+			s.increment(fps[i])
+		}
+	}
+	want := make([]uint32, len(fps))
+	for i, fp := range fps {
+		want[i] = s.frequency(fp)
+	}
+	for _, n := range []int{101, 108, 109, 200, 257, 1000, 1001, 4096, 10_000, 33_333} {
+		s.ensure(n)
+		if s.blocks != sketchBlocks(n) {
+			t.Fatalf("ensure(%d): %d blocks, want %d", n, s.blocks, sketchBlocks(n))
+		}
+		for i, fp := range fps {
+			if got := s.frequency(fp); got != want[i] {
+				t.Fatalf("after ensure(%d): key %d count %d, want %d", n, i, got, want[i])
+			}
+		}
+	}
+}

@@ -10,24 +10,34 @@ var sketchCounters = 16
 // TinyLFU "reset"), laid out like Caffeine's: each key maps to one 64-byte
 // block of 8 words and uses one 4-bit counter in each of 4 word pairs, so an
 // update touches a single cache line. Keys are fingerprints (see
-// fingerprint). A key's block is picked by multiply-shift over the number
-// of blocks, so the table need not be a power of two: it holds
-// sketchCounters counters per entry it is sized for, rounded up to a
-// block. It is used under the shard write lock only.
+// fingerprint).
+//
+// Sizing: the sketch holds sketchCounters counters per entry it is sized
+// for, to the block, in pages (see pages). Blocks are addressed by linear
+// hashing, so the sketch grows one block at a time and keeps every key's
+// counts exactly: with 2^level ≤ blocks < 2^(level+1), a key's block is
+// its mixed fingerprint modulo 2^(level+1), or modulo 2^level if that is
+// not a block yet; the new block number 2^level + i takes the keys of
+// block i whose bit level is set, and starts as a copy of block i, which
+// keeps its copy (both hold the counts of all of block i's keys, as
+// before the split). Blocks not yet split this round serve twice as many
+// keys as split ones.
+//
+// It is used under the shard write lock only.
 type sketch struct {
-	table     []uint64
-	blocks    uint64 // len(table) / 8
-	additions int    // increments since the last reset
-	period    int    // reset when additions reaches period
-	n         int    // entries the reset period is set for
+	table     pages[[8]uint64]
+	blocks    int // table.len() once allocated
+	level     uint
+	additions int // increments since the last reset
+	period    int // reset when additions reaches period
+	n         int // entries the reset period is set for
 }
 
-// sketchMaxWords bounds the table (512 MiB).
-const sketchMaxWords = 1 << 26
+// sketchMaxBlocks bounds the table (512 MiB).
+const sketchMaxBlocks = 1 << 23
 
-func sketchWords(n int) int {
-	w := (max(n, 1)*sketchCounters/16 + 7) &^ 7
-	return min(max(w, 8), sketchMaxWords)
+func sketchBlocks(n int) int {
+	return min(max((max(n, 1)*sketchCounters+127)/128, 1), sketchMaxBlocks)
 }
 
 // setPeriod makes the reset period 10 × n increments, n being the
@@ -39,49 +49,51 @@ func (s *sketch) setPeriod(n int) {
 	}
 }
 
-// ensure sizes the table for at least n entries. Growing it by a quarter or
-// more maps each new block to the old block its hash range overlaps most
-// and copies that block, so every key keeps its counters, except keys
-// hashed near a block boundary, which take their neighbour's (as if they
-// had collided). Doubling keeps every key's counters exactly.
+// ensure sizes the table for at least n entries.
 func (s *sketch) ensure(n int) {
-	want := sketchWords(n)
-	if len(s.table) >= want {
+	want := sketchBlocks(n)
+	if s.blocks >= want {
 		return
 	}
-	if len(s.table) > 0 {
-		want = min(max(want, (len(s.table)+len(s.table)/4+7)&^7), sketchMaxWords)
+	if s.blocks == 0 {
+		// All counters are zero: no block to split.
+		s.table.grow(Handle(want - 1))
+		s.blocks = want
+		s.level = uint(bits.Len(uint(want)) - 1)
+		return
 	}
-	t := make([]uint64, want)
-	if old := s.blocks; old > 0 {
-		nb := uint64(want / 8)
-		for j := range nb {
-			// The old block under the middle of new block j's hash range.
-			i := ((2*j + 1) * old) / (2 * nb)
-			copy(t[8*j:8*j+8], s.table[8*i:8*i+8])
+	s.table.grow(Handle(want - 1))
+	for s.blocks < want {
+		half := 1 << s.level
+		*s.table.at(Handle(s.blocks)) = *s.table.at(Handle(s.blocks - half))
+		s.blocks++
+		if s.blocks == 2*half {
+			s.level++
 		}
 	}
-	s.table = t
-	s.blocks = uint64(want / 8)
 }
 
-func (s *sketch) block(fp uint32) (base uint64, h uint64) {
-	h = mix64(uint64(fp))
-	hi, _ := bits.Mul64(h, s.blocks)
-	return hi * 8, mix64(h ^ 0x5bd1e9955bd1e995)
+// block returns fp's block and the hash bits that pick its counters.
+func (s *sketch) block(fp uint32) (*[8]uint64, uint64) {
+	h := mix64(uint64(fp))
+	b := h & (2<<s.level - 1)
+	if b >= uint64(s.blocks) {
+		b &= 1<<s.level - 1
+	}
+	return s.table.at(Handle(b)), mix64(h ^ 0x5bd1e9955bd1e995)
 }
 
 // frequency returns the estimated count of fp, 0..15.
 func (s *sketch) frequency(fp uint32) uint32 {
-	if len(s.table) == 0 {
+	if s.blocks == 0 {
 		return 0
 	}
-	base, h := s.block(fp)
+	blk, h := s.block(fp)
 	f := uint32(15)
 	for i := range uint64(4) {
-		word := base + 2*i + (h>>(8*i))&1
+		word := 2*i + (h>>(8*i))&1
 		shift := ((h >> (8*i + 1)) & 15) * 4
-		f = min(f, uint32(s.table[word]>>shift)&15)
+		f = min(f, uint32(blk[word]>>shift)&15)
 	}
 	return f
 }
@@ -89,16 +101,16 @@ func (s *sketch) frequency(fp uint32) uint32 {
 // increment adds one to fp's counters (those below 15) and halves every
 // counter once period increments have been made.
 func (s *sketch) increment(fp uint32) {
-	if len(s.table) == 0 {
+	if s.blocks == 0 {
 		return
 	}
-	base, h := s.block(fp)
+	blk, h := s.block(fp)
 	added := false
 	for i := range uint64(4) {
-		word := base + 2*i + (h>>(8*i))&1
+		word := 2*i + (h>>(8*i))&1
 		shift := ((h >> (8*i + 1)) & 15) * 4
-		if (s.table[word]>>shift)&15 < 15 {
-			s.table[word] += 1 << shift
+		if (blk[word]>>shift)&15 < 15 {
+			blk[word] += 1 << shift
 			added = true
 		}
 	}
@@ -112,10 +124,16 @@ func (s *sketch) increment(fp uint32) {
 
 func (s *sketch) reset() {
 	odd := 0
-	for i, w := range s.table {
-		odd += bits.OnesCount64(w & 0x1111111111111111)
-		s.table[i] = (w >> 1) & 0x7777777777777777
+	for b := range s.blocks {
+		blk := s.table.at(Handle(b))
+		for i, w := range blk {
+			odd += bits.OnesCount64(w & 0x1111111111111111)
+			blk[i] = (w >> 1) & 0x7777777777777777
+		}
 	}
 	// Each key has 4 counters; halving loses half a count on odd ones.
 	s.additions = max(0, s.additions-odd/4) / 2
 }
+
+// bytes reports the memory the table holds.
+func (s *sketch) bytes() int { return s.table.bytes(64) }
