@@ -58,9 +58,10 @@ package evict
 // Larger shards sample a fraction of about adaptiveFull/entries or less:
 // BenchmarkVictim (65536 entries) measured about 2 times TinyLFU's.
 //
-// Memory: TinyLFU's (about 23 bytes per entry, 5 KiB of buffers), plus
-// the miniature caches: 6 × (about 45 bytes per miniature entry, map,
-// sketch and buffers included), where a miniature cache holds
+// Memory: TinyLFU's (14 bytes per entry, 8 to 16 of sketch per entry of
+// capacity, 5 KiB of buffers), plus the miniature caches: 6 × (about 45
+// bytes per miniature entry, map, sketch and buffers included), where a
+// miniature cache holds
 // min(entries, adaptiveFull) entries, or up to adaptiveGhost for shards
 // of more than 16×adaptiveFull entries. Measured: about 0.6 MB for a shard
 // of 2048 entries (300 bytes per entry), 0.75 MB at 8192 entries, and at

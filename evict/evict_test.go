@@ -461,8 +461,8 @@ func TestMissThenAddCountsOnceWithinAShard(t *testing.T) {
 }
 
 // TestSketchGrowthKeepsCounts guards the sketch's growth: a sketch that
-// grows with the entries (one block at a time, or many at once) reports
-// every key's count as before.
+// grows as the capacity estimate does (by one doubling or several at once)
+// reports every key's count as before.
 func TestSketchGrowthKeepsCounts(t *testing.T) {
 	var s sketch
 	s.setPeriod(1 << 30) // no reset during the test

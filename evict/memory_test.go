@@ -67,7 +67,7 @@ func TestPolicyMemoryPerEntry(t *testing.T) {
 		t.Skip("fills 250k entries")
 	}
 	budgets := map[string]float64{
-		"tinylfu": 24, "volatile-tinylfu": 24, "adaptive": 49,
+		"tinylfu": 32, "volatile-tinylfu": 32, "adaptive": 58,
 		"allkeys-lru": 17, "volatile-lru": 17,
 		"allkeys-lfu": 13, "volatile-lfu": 13,
 		"allkeys-random": 9, "volatile-random": 9,

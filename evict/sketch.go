@@ -3,8 +3,8 @@ package evict
 import "math/bits"
 
 // sketchCounters is the number of 4-bit counters the sketch holds per entry
-// it is sized for.
-var sketchCounters = 16
+// it is sized for, before rounding up to a power of two.
+const sketchCounters = 16
 
 // sketch is a count-min sketch of 4-bit counters with periodic halving (the
 // TinyLFU "reset"), laid out like Caffeine's: each key maps to one 64-byte
@@ -13,9 +13,14 @@ var sketchCounters = 16
 // fingerprint).
 //
 // Sizing: the sketch holds sketchCounters counters per entry it is sized
-// for, to the block, in pages (see pages). Blocks are addressed by linear
-// hashing, so the sketch grows one block at a time and keeps every key's
-// counts exactly: with 2^level ≤ blocks < 2^(level+1), a key's block is
+// for (the capacity in entries), rounded up to a power of two blocks, as
+// Caffeine sizes it, in pages (see pages). Sizing it for the entries held
+// instead, or without the rounding, saved up to half of it in a cache
+// below its cap but cost 0.2 to 0.7 points of hit ratio on Zipf traces
+// (and 8 counters per entry cost 0.4 on average on the LIRS traces).
+// Blocks are addressed by linear hashing, so the sketch could grow one
+// block at a time; at power-of-two sizes it doubles. Growth keeps every
+// key's counts exactly: with 2^level ≤ blocks < 2^(level+1), a key's block is
 // its mixed fingerprint modulo 2^(level+1), or modulo 2^level if that is
 // not a block yet; the new block number 2^level + i takes the keys of
 // block i whose bit level is set, and starts as a copy of block i, which
@@ -37,7 +42,8 @@ type sketch struct {
 const sketchMaxBlocks = 1 << 23
 
 func sketchBlocks(n int) int {
-	return min(max((max(n, 1)*sketchCounters+127)/128, 1), sketchMaxBlocks)
+	b := min(max((max(n, 1)*sketchCounters+127)/128, 1), sketchMaxBlocks)
+	return 1 << bits.Len(uint(b-1))
 }
 
 // setPeriod makes the reset period 10 × n increments, n being the

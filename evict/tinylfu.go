@@ -36,11 +36,11 @@ import "math"
 // plus the buffered events they replay (a sketch update and a list move
 // each). Memory: 14 bytes per entry (two 32-bit list links, the key's
 // fingerprint and segment in 32 bits, a 16-bit size; an entry of 64 KiB or
-// more keeps its size in a map), in pages of 1024 entries, plus 8 bytes of
-// sketch (16 counters) per entry held, plus a fixed 5 KiB of buffers per
-// shard: about 23 bytes per entry in all, measured by
-// TestPolicyMemoryPerEntry. The sketch is allocated when the shard is half
-// full and grows with its entries, keeping their counts.
+// more keeps its size in a map), in pages of 1024 entries, plus 8 to 16
+// bytes of sketch per entry of capacity (16 counters, rounded up to a power
+// of two), plus a fixed 5 KiB of buffers per shard: 31 bytes per entry in
+// a shard two thirds full, measured by TestPolicyMemoryPerEntry. The sketch
+// is allocated when the shard is half full.
 //
 // Choose it by default for caches: it matches or beats LRU and LFU on
 // almost every workload, resists scans and one-hit wonders, and adapts
@@ -285,16 +285,14 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	if p.total >= p.maximum/2 || p.sk.blocks > 0 {
 		// Like Caffeine, start counting when the cache is half full, when
 		// the average entry size is known: the capacity in entries is the
-		// cap over the average size, and sets the reset period. The table
-		// is sized for the entries held (it grows with them, never
-		// shrinks), not for the capacity: a cache that never fills does
-		// not pay for counters it cannot use.
+		// cap over the average size, and sizes the sketch and its reset
+		// period. The sketch only grows.
 		p.est = p.count
 		if p.hint > 0 && p.total > 0 {
 			p.est = max(p.count, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
 		}
 		p.sk.setPeriod(p.est)
-		p.sk.ensure(p.count)
+		p.sk.ensure(p.est)
 	}
 	if i := fp & 63; p.recOK[i] && p.recent[i] == fp {
 		p.recOK[i] = false // the Miss that preceded this Add counted it
