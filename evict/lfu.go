@@ -72,7 +72,7 @@ type lfuPolicy struct {
 	factor  uint32
 	decay   uint32 // minutes; 0 = never
 	minutes atomic.Uint32
-	meta    pages[uint32] // counter | ldt<<8, accessed atomically
+	meta    []atomic.Uint32 // counter | ldt<<8
 }
 
 // newLFU returns an empty LFU policy.
@@ -112,8 +112,15 @@ func (p *lfuPolicy) decayed(w, now uint32) uint32 {
 // Add implements Policy.
 func (p *lfuPolicy) Add(h Handle, e Entry) {
 	p.s.set.add(h)
-	p.meta.grow(h) // under the write lock: no Access reads what it copies
-	atomic.StoreUint32(p.meta.at(h), lfuPack(lfuInitVal, p.minutes.Load()))
+	if int(h) >= len(p.meta) {
+		n := growLen(h, len(p.meta))
+		s := make([]atomic.Uint32, n)
+		for i := range p.meta {
+			s[i].Store(p.meta[i].Load())
+		}
+		p.meta = s
+	}
+	p.meta[h].Store(lfuPack(lfuInitVal, p.minutes.Load()))
 }
 
 // Update implements Policy; a write counts as an access.
@@ -134,11 +141,11 @@ func (p *lfuPolicy) Remove(h Handle) {
 
 // Access implements Policy. It is safe for concurrent use and never blocks.
 func (p *lfuPolicy) Access(h Handle) {
-	if int(h) >= p.meta.len() {
+	if int(h) >= len(p.meta) {
 		return
 	}
 	now := p.minutes.Load() & 0xffff
-	w := atomic.LoadUint32(p.meta.at(h))
+	w := p.meta[h].Load()
 	c := p.decayed(w, now)
 	if c < 255 {
 		base := uint32(0)
@@ -152,7 +159,7 @@ func (p *lfuPolicy) Access(h Handle) {
 	// Like Redis, every read refreshes the decrement time; the store is
 	// skipped when neither the counter nor the minute changed.
 	if nw := lfuPack(c, now); nw != w {
-		atomic.StoreUint32(p.meta.at(h), nw)
+		p.meta[h].Store(nw)
 	}
 }
 
@@ -168,7 +175,7 @@ func (p *lfuPolicy) Victim(now int64) (Handle, bool) {
 	p.minutes.Store(m)
 	m &= 0xffff
 	return p.s.victim(func(h Handle) uint64 {
-		return uint64(255 - p.decayed(atomic.LoadUint32(p.meta.at(h)), m))
+		return uint64(255 - p.decayed(p.meta[h].Load(), m))
 	})
 }
 

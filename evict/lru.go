@@ -50,12 +50,11 @@ func newLRUPolicy(int64) Policy { return newLRU() }
 // it.
 type lruPolicy struct {
 	clock atomic.Uint32
-	old   atomic.Uint32 // an Access to an entry this many ticks old advances the clock
-	stamp pages[uint32] // last access, written by Access (atomically)
-	key   pages[uint32] // stamp when last placed in the heap
-	pos   pages[uint32] // index in heap, or none
-	heap  pages[Handle] // heap[0:n]
-	n     int
+	old   atomic.Uint32   // an Access to an entry this many ticks old advances the clock
+	stamp []atomic.Uint32 // last access, written by Access
+	key   []uint32        // stamp when last placed in the heap
+	pos   []uint32        // index in heap, or none
+	heap  []Handle
 }
 
 // newLRU returns an empty LRU policy.
@@ -69,29 +68,28 @@ func (p *lruPolicy) tick() uint32 {
 	return c
 }
 
-// grow makes room for h. It runs under the shard write lock, so no Access
-// reads the stamps it copies.
 func (p *lruPolicy) grow(h Handle) {
-	from := p.pos.len()
-	if !p.pos.grow(h) {
+	if int(h) < len(p.pos) {
 		return
 	}
-	p.stamp.grow(h)
-	p.key.grow(h)
-	for i := from; i < p.pos.len(); i++ {
-		*p.pos.at(Handle(i)) = none
+	n := growLen(h, len(p.pos))
+	s := make([]atomic.Uint32, n)
+	for i := range p.stamp {
+		s[i].Store(p.stamp[i].Load())
 	}
+	p.stamp = s
+	k := make([]uint32, n)
+	copy(k, p.key)
+	p.key = k
+	ps := make([]uint32, n)
+	copy(ps, p.pos)
+	for i := len(p.pos); i < n; i++ {
+		ps[i] = none
+	}
+	p.pos = ps
 }
 
-func (p *lruPolicy) tracked(h Handle) bool { return int(h) < p.pos.len() && *p.pos.at(h) != none }
-
-func (p *lruPolicy) loadStamp(h Handle) uint32     { return atomic.LoadUint32(p.stamp.at(h)) }
-func (p *lruPolicy) storeStamp(h Handle, s uint32) { atomic.StoreUint32(p.stamp.at(h), s) }
-
-func (p *lruPolicy) at(i int) Handle { return *p.heap.at(Handle(i)) }
-
-// heapKey returns the heap key of the i-th heap slot.
-func (p *lruPolicy) heapKey(i int) uint32 { return *p.key.at(p.at(i)) }
+func (p *lruPolicy) tracked(h Handle) bool { return int(h) < len(p.pos) && p.pos[h] != none }
 
 const (
 	lruOldMin = 64
@@ -101,13 +99,12 @@ const (
 // older reports whether a is an older stamp than b, modulo 2³².
 func older(a, b uint32) bool { return int32(a-b) < 0 }
 
-func (p *lruPolicy) less(i, j int) bool { return older(p.heapKey(i), p.heapKey(j)) }
+func (p *lruPolicy) less(i, j int) bool { return older(p.key[p.heap[i]], p.key[p.heap[j]]) }
 
 func (p *lruPolicy) swap(i, j int) {
-	hi, hj := p.heap.at(Handle(i)), p.heap.at(Handle(j))
-	*hi, *hj = *hj, *hi
-	*p.pos.at(*hi) = uint32(i)
-	*p.pos.at(*hj) = uint32(j)
+	p.heap[i], p.heap[j] = p.heap[j], p.heap[i]
+	p.pos[p.heap[i]] = uint32(i)
+	p.pos[p.heap[j]] = uint32(j)
 }
 
 func (p *lruPolicy) up(i int) {
@@ -122,7 +119,7 @@ func (p *lruPolicy) up(i int) {
 }
 
 func (p *lruPolicy) down(i int) {
-	n := p.n
+	n := len(p.heap)
 	for {
 		l := 2*i + 1
 		if l >= n {
@@ -148,14 +145,12 @@ func (p *lruPolicy) Add(h Handle, e Entry) {
 	}
 	p.grow(h)
 	c := p.tick()
-	p.storeStamp(h, c)
-	*p.key.at(h) = c
-	p.heap.grow(Handle(p.n))
-	*p.pos.at(h) = uint32(p.n)
-	*p.heap.at(Handle(p.n)) = h
-	p.n++
-	p.up(p.n - 1)
-	p.old.Store(uint32(max(lruOldMin, p.n/lruOldDiv)))
+	p.stamp[h].Store(c)
+	p.key[h] = c
+	p.pos[h] = uint32(len(p.heap))
+	p.heap = append(p.heap, h)
+	p.up(len(p.heap) - 1)
+	p.old.Store(uint32(max(lruOldMin, len(p.heap)/lruOldDiv)))
 }
 
 // Update implements Policy; a write counts as an access.
@@ -164,7 +159,7 @@ func (p *lruPolicy) Update(h Handle, e Entry) {
 		p.Add(h, e)
 		return
 	}
-	p.storeStamp(h, p.tick()) // re-keyed lazily by Victim
+	p.stamp[h].Store(p.tick()) // re-keyed lazily by Victim
 }
 
 // Remove implements Policy.
@@ -172,13 +167,13 @@ func (p *lruPolicy) Remove(h Handle) {
 	if !p.tracked(h) {
 		return
 	}
-	i := int(*p.pos.at(h))
-	last := p.n - 1
+	i := int(p.pos[h])
+	last := len(p.heap) - 1
 	if i != last {
 		p.swap(i, last)
 	}
-	p.n--
-	*p.pos.at(h) = none
+	p.heap = p.heap[:last]
+	p.pos[h] = none
 	if i < last {
 		p.down(i)
 		p.up(i)
@@ -187,12 +182,12 @@ func (p *lruPolicy) Remove(h Handle) {
 
 // Access implements Policy. It is safe for concurrent use and never blocks.
 func (p *lruPolicy) Access(h Handle) {
-	if int(h) >= p.stamp.len() {
+	if int(h) >= len(p.stamp) {
 		return
 	}
 	c := p.clock.Load()
-	if s := p.loadStamp(h); s != c {
-		p.storeStamp(h, c)
+	if s := p.stamp[h].Load(); s != c {
+		p.stamp[h].Store(c)
 		if c-s > p.old.Load() {
 			// The entry comes back from far behind: give it a stamp of its
 			// own, so that entries revived between the same two writes
@@ -208,49 +203,42 @@ func (p *lruPolicy) Miss(uint64) {}
 // Victim implements Policy.
 func (p *lruPolicy) Victim(now int64) (Handle, bool) {
 	p.tick()
-	for p.n > 0 {
-		h := p.at(0)
-		s := p.loadStamp(h)
-		if k := p.key.at(h); s != *k {
-			*k = s
-			p.down(0)
-			continue
+	for len(p.heap) > 0 {
+		h := p.heap[0]
+		s := p.stamp[h].Load()
+		if s == p.key[h] {
+			return h, true
 		}
-		return h, true
+		p.key[h] = s
+		p.down(0)
 	}
 	return 0, false
 }
 
 // Len reports how many entries the policy tracks.
-func (p *lruPolicy) Len() int { return p.n }
-
-// bytes reports the memory the policy's arrays hold.
-func (p *lruPolicy) bytes() int {
-	return p.stamp.bytes(4) + p.key.bytes(4) + p.pos.bytes(4) + p.heap.bytes(4)
-}
+func (p *lruPolicy) Len() int { return len(p.heap) }
 
 func (p *lruPolicy) check() error {
 	n := 0
-	for h := range p.pos.len() {
-		i := *p.pos.at(Handle(h))
+	for h, i := range p.pos {
 		if i == none {
 			continue
 		}
 		n++
-		if int(i) >= p.n || p.at(int(i)) != Handle(h) {
+		if int(i) >= len(p.heap) || p.heap[i] != Handle(h) {
 			return errorf("lru: pos[%d]=%d does not point back", h, i)
 		}
 	}
-	if n != p.n {
-		return errorf("lru: %d positions for %d heap slots", n, p.n)
+	if n != len(p.heap) {
+		return errorf("lru: %d positions for %d heap slots", n, len(p.heap))
 	}
-	for i := 1; i < p.n; i++ {
+	for i := 1; i < len(p.heap); i++ {
 		if p.less(i, (i-1)/2) {
 			return errorf("lru: heap order broken at %d", i)
 		}
 	}
-	for i := range p.n {
-		if h := p.at(i); older(p.loadStamp(h), *p.key.at(h)) {
+	for _, h := range p.heap {
+		if older(p.stamp[h].Load(), p.key[h]) {
 			return errorf("lru: handle %d stamp older than its heap key", h)
 		}
 	}

@@ -68,10 +68,10 @@ func TestPolicyMemoryPerEntry(t *testing.T) {
 	}
 	budgets := map[string]float64{
 		"tinylfu": 32, "volatile-tinylfu": 32, "adaptive": 58,
-		"allkeys-lru": 17, "volatile-lru": 17,
-		"allkeys-lfu": 13, "volatile-lfu": 13,
-		"allkeys-random": 9, "volatile-random": 9,
-		"volatile-ttl": 17, "s3fifo": 33,
+		"allkeys-lru": 21, "volatile-lru": 21,
+		"allkeys-lfu": 16, "volatile-lfu": 16,
+		"allkeys-random": 11, "volatile-random": 11,
+		"volatile-ttl": 21, "s3fifo": 33,
 	}
 	for _, spec := range evicting() {
 		t.Run(spec.Name, func(t *testing.T) {

@@ -44,13 +44,3 @@ func (a *pages[T]) grow(h Handle) bool {
 	}
 	return true
 }
-
-// bytes reports the memory the pages hold (elements of elemSize bytes, page
-// slice headers included).
-func (a *pages[T]) bytes(elemSize int) int {
-	b := 24 * cap(a.p)
-	for _, pg := range a.p {
-		b += elemSize * cap(pg)
-	}
-	return b
-}

@@ -126,9 +126,6 @@ func (l *queues) unlink(h Handle) {
 	n.tag &^= segMask // segNone
 }
 
-// bytes reports the memory the bookkeeping holds (map entries excluded).
-func (l *queues) bytes() int { return l.nodes.bytes(12) + l.size.bytes(2) }
-
 // checkQueues verifies queues from..to of a policy named name: each list's
 // links, segment tags, length and bytes, and that it has no cycle; and
 // that the large sizes are exactly those of the big map. It returns the

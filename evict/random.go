@@ -50,7 +50,7 @@ func (p *randomPolicy) Victim(int64) (Handle, bool) {
 	if n == 0 {
 		return 0, false
 	}
-	return p.set.key(p.rng.intn(n)), true
+	return p.set.keys[p.rng.intn(n)], true
 }
 
 // Len reports how many entries the policy tracks.

@@ -48,13 +48,12 @@ func (s *sampler) victim(score func(Handle) uint64) (Handle, bool) {
 	if n <= sampleCount+poolSize {
 		// Small sets are scanned exactly.
 		s.pool = s.pool[:0]
-		for i := range n {
-			h := s.set.key(i)
+		for _, h := range s.set.keys {
 			s.pool = append(s.pool, candidate{h, score(h)})
 		}
 	} else {
 		for range sampleCount {
-			h := s.set.key(s.rng.intn(n))
+			h := s.set.keys[s.rng.intn(n)]
 			if s.inPool(h) {
 				continue
 			}

@@ -5,42 +5,38 @@ const none = ^uint32(0)
 
 // denseSet is the set of tracked handles kept as a dense array plus a
 // position index, so that add, remove, membership and a uniformly random
-// member all cost O(1). It is pointer-free per handle and paged (see
-// pages): 8 bytes per handle, plus less than a page of slack each.
+// member all cost O(1). It is pointer-free: 8 bytes per handle.
 type denseSet struct {
-	keys pages[Handle] // live handles in keys[0:n], in no particular order
-	n    int
-	pos  pages[uint32] // pos[h] = index of h in keys, or none
+	keys []Handle // live handles, in no particular order
+	pos  []uint32 // pos[h] = index of h in keys, or none
 }
 
 // grow makes pos addressable at h.
 func (s *denseSet) grow(h Handle) {
-	from := s.pos.len()
-	if !s.pos.grow(h) {
+	if int(h) < len(s.pos) {
 		return
 	}
-	for i := from; i < s.pos.len(); i++ {
-		*s.pos.at(Handle(i)) = none
+	n := growLen(h, len(s.pos))
+	p := make([]uint32, n)
+	copy(p, s.pos)
+	for i := len(s.pos); i < n; i++ {
+		p[i] = none
 	}
+	s.pos = p
 }
 
 func (s *denseSet) has(h Handle) bool {
-	return int(h) < s.pos.len() && *s.pos.at(h) != none
+	return int(h) < len(s.pos) && s.pos[h] != none
 }
-
-// key returns the i-th member, i < len.
-func (s *denseSet) key(i int) Handle { return *s.keys.at(Handle(i)) }
 
 // add inserts h; it reports false if h was already present.
 func (s *denseSet) add(h Handle) bool {
 	s.grow(h)
-	if *s.pos.at(h) != none {
+	if s.pos[h] != none {
 		return false
 	}
-	s.keys.grow(Handle(s.n))
-	*s.pos.at(h) = uint32(s.n)
-	*s.keys.at(Handle(s.n)) = h
-	s.n++
+	s.pos[h] = uint32(len(s.keys))
+	s.keys = append(s.keys, h)
 	return true
 }
 
@@ -50,35 +46,31 @@ func (s *denseSet) remove(h Handle) bool {
 	if !s.has(h) {
 		return false
 	}
-	i := *s.pos.at(h)
-	last := s.key(s.n - 1)
-	*s.keys.at(Handle(i)) = last
-	*s.pos.at(last) = i
-	s.n--
-	*s.pos.at(h) = none
+	i := s.pos[h]
+	last := s.keys[len(s.keys)-1]
+	s.keys[i] = last
+	s.pos[last] = i
+	s.keys = s.keys[:len(s.keys)-1]
+	s.pos[h] = none
 	return true
 }
 
-func (s *denseSet) len() int { return s.n }
-
-// bytes reports the memory the set holds.
-func (s *denseSet) bytes() int { return s.keys.bytes(4) + s.pos.bytes(4) }
+func (s *denseSet) len() int { return len(s.keys) }
 
 // check verifies that keys and pos agree.
 func (s *denseSet) check() error {
 	n := 0
-	for h := range s.pos.len() {
-		p := *s.pos.at(Handle(h))
+	for h, p := range s.pos {
 		if p == none {
 			continue
 		}
 		n++
-		if int(p) >= s.n || s.key(int(p)) != Handle(h) {
+		if int(p) >= len(s.keys) || s.keys[p] != Handle(h) {
 			return errorf("denseSet: pos[%d]=%d does not point back", h, p)
 		}
 	}
-	if n != s.n {
-		return errorf("denseSet: %d positions for %d keys", n, s.n)
+	if n != len(s.keys) {
+		return errorf("denseSet: %d positions for %d keys", n, len(s.keys))
 	}
 	return nil
 }

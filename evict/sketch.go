@@ -140,6 +140,3 @@ func (s *sketch) reset() {
 	// Each key has 4 counters; halving loses half a count on odd ones.
 	s.additions = max(0, s.additions-odd/4) / 2
 }
-
-// bytes reports the memory the table holds.
-func (s *sketch) bytes() int { return s.table.bytes(64) }

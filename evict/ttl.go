@@ -20,7 +20,7 @@ func newTTLPolicy(int64) Policy { return newTTL() }
 // ttlPolicy is the policy of VolatileTTL, whose doc describes it.
 type ttlPolicy struct {
 	s        sampler
-	deadline pages[int64]
+	deadline []int64
 }
 
 // newTTL returns an empty TTL policy.
@@ -29,8 +29,13 @@ func newTTL() *ttlPolicy { return &ttlPolicy{s: newSampler(0x74746c)} }
 // Add implements Policy.
 func (p *ttlPolicy) Add(h Handle, e Entry) {
 	p.s.set.add(h)
-	p.deadline.grow(h)
-	*p.deadline.at(h) = e.Deadline
+	if int(h) >= len(p.deadline) {
+		n := growLen(h, len(p.deadline))
+		d := make([]int64, n)
+		copy(d, p.deadline)
+		p.deadline = d
+	}
+	p.deadline[h] = e.Deadline
 }
 
 // Update implements Policy.
@@ -39,8 +44,8 @@ func (p *ttlPolicy) Update(h Handle, e Entry) { p.Add(h, e) }
 // SetDeadline implements DeadlineSetter: a moved deadline moves the entry
 // in the eviction order.
 func (p *ttlPolicy) SetDeadline(h Handle, deadline int64) {
-	if int(h) < p.deadline.len() {
-		*p.deadline.at(h) = deadline
+	if int(h) < len(p.deadline) {
+		p.deadline[h] = deadline
 	}
 }
 
@@ -60,7 +65,7 @@ func (p *ttlPolicy) Miss(uint64) {}
 // Victim implements Policy.
 func (p *ttlPolicy) Victim(int64) (Handle, bool) {
 	return p.s.victim(func(h Handle) uint64 {
-		d := *p.deadline.at(h)
+		d := p.deadline[h]
 		if d <= 0 {
 			return 0
 		}
