@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"testing"
+
+	"github.com/tidekv/tide/evict"
 )
 
 // heapInUse returns the live heap after a full collection.
@@ -20,7 +22,10 @@ func heapInUse() uint64 {
 // TestEntryOverheadMatchesHeap measures the real heap cost of entries and
 // checks that the accounted bytes (key + value + EntryOverhead) stay within
 // ±15% of the heap growth, for 1M entries of 16-byte keys and 64-byte values
-// (the reference point of the memory budget) and for larger values.
+// (the reference point of the memory budget) and for larger values, without
+// a cap and under a cap 1.5× the entries' accounted bytes with the
+// recommended policy (evict.TinyLFU, whose per-entry state EntryOverhead
+// does not count: the cap stays honest only while that state is small).
 //
 //	TIDE_HEAP=1 go test ./engine -run TestEntryOverheadMatchesHeap -v
 func TestEntryOverheadMatchesHeap(t *testing.T) {
@@ -32,20 +37,27 @@ func TestEntryOverheadMatchesHeap(t *testing.T) {
 	}
 	tests := []struct {
 		n, vlen int
-		ttl     bool
+		capped  bool
 	}{
 		{1_000_000, 64, false},
 		{300_000, 1000, false},
+		{1_000_000, 64, true},
+		{300_000, 1000, true},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("n=%d,value=%d", tt.n, tt.vlen), func(t *testing.T) {
+		t.Run(fmt.Sprintf("n=%d,value=%d,capped=%v", tt.n, tt.vlen, tt.capped), func(t *testing.T) {
 			keys := make([]string, tt.n)
 			for i := range keys {
 				keys[i] = fmt.Sprintf("key:%012d", i) // 16 bytes
 			}
 			val := make([]byte, tt.vlen)
 			before := heapInUse()
-			e, err := New(Config{ExpiryInterval: -1})
+			cfg := Config{ExpiryInterval: -1}
+			if tt.capped {
+				cfg.MaxBytes = int64(1.5 * float64(tt.n) * float64(16+tt.vlen+EntryOverhead))
+				cfg.Policy = evict.TinyLFU
+			}
+			e, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,6 +68,9 @@ func TestEntryOverheadMatchesHeap(t *testing.T) {
 			}
 			after := heapInUse()
 			st := e.Stats()
+			if st.Entries != tt.n {
+				t.Fatalf("%d entries resident, want %d", st.Entries, tt.n)
+			}
 			growth := float64(after - before)
 			perEntry := growth/float64(tt.n) - float64(16+tt.vlen)
 			ratio := float64(st.Bytes) / growth

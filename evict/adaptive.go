@@ -58,15 +58,16 @@ package evict
 // Larger shards sample a fraction of about adaptiveFull/entries or less:
 // BenchmarkVictim (65536 entries) measured about 2 times TinyLFU's.
 //
-// Memory: TinyLFU's (25 bytes per entry plus 8 bytes of sketch per entry
-// of capacity, plus 5 KiB of buffers), plus the miniature caches: 6 ×
-// (about 80 bytes per miniature entry, map included, + 5 KiB of
-// buffers), where a miniature cache holds min(entries, adaptiveFull)
-// entries, or up to adaptiveGhost for shards of more than 16×adaptiveFull
-// entries. Measured: about 1 MB for a shard of 2048 entries (500 bytes per
-// entry), 1.5 MB at 8192 entries, and at most about 2.5 MB per shard
-// beyond. That is a large overhead for small shards of small entries; the
-// miniature caches are built when the shard is half full.
+// Memory: TinyLFU's (14 bytes per entry, 8 to 16 of sketch per entry of
+// capacity, 5 KiB of buffers), plus the miniature caches: 6 × (about 45
+// bytes per miniature entry, map, sketch and buffers included), where a
+// miniature cache holds
+// min(entries, adaptiveFull) entries, or up to adaptiveGhost for shards
+// of more than 16×adaptiveFull entries. Measured: about 0.6 MB for a shard
+// of 2048 entries (300 bytes per entry), 0.75 MB at 8192 entries, and at
+// most about 1.1 MB per shard beyond TinyLFU's own. That is a large
+// overhead for small shards of small entries; the miniature caches are
+// built when the shard is half full.
 //
 // The zero Spec value is NoEviction; build instances with Adaptive.New.
 var Adaptive = Spec{Name: "adaptive", New: newAdaptivePolicy}
@@ -118,7 +119,7 @@ type miniSims struct {
 // miniSim is one miniature cache: a W-TinyLFU over hashes, in entries.
 type miniSim struct {
 	p     *tinyLFUPolicy
-	m     map[uint64]Handle
+	m     map[uint32]Handle // by fingerprint
 	free  []Handle
 	cap   int
 	hits  int
@@ -165,26 +166,27 @@ func (s *miniSims) start(est int) {
 		g.fixed = true
 		g.windowFrac, g.admitSeen = c.window, c.seen
 		g.setMaximum(int64(gcap))
-		s.sims[i] = miniSim{p: g, m: make(map[uint64]Handle, gcap), cap: gcap}
+		s.sims[i] = miniSim{p: g, m: make(map[uint32]Handle, gcap), cap: gcap}
 	}
 	s.lead = -1
 	s.ready = true
 }
 
-// observe feeds a reference to hash to the miniature caches and, at the
-// end of a period, switches p to the best configuration.
-func (s *miniSims) observe(p *tinyLFUPolicy, hash uint64) {
+// observe feeds a reference to the key of fingerprint fp to the miniature
+// caches and, at the end of a period, switches p to the best
+// configuration.
+func (s *miniSims) observe(p *tinyLFUPolicy, fp uint32) {
 	if !s.ready {
 		if p.est <= 0 {
 			return
 		}
 		s.start(p.est)
 	}
-	if mix64(hash^0x61646170)>>32 >= s.limit {
+	if mix64(uint64(fp)^0x61646170)>>32 >= s.limit {
 		return
 	}
 	for i := range s.sims {
-		s.sims[i].access(hash)
+		s.sims[i].access(fp)
 	}
 	if !s.full {
 		// Hit counts while the caches fill say little about how they
@@ -231,9 +233,10 @@ func (s *miniSims) observe(p *tinyLFUPolicy, hash uint64) {
 	p.applyConfig(s.configs[best])
 }
 
-// access references hash in the miniature cache, inserting it on a miss.
-func (g *miniSim) access(hash uint64) {
-	if h, ok := g.m[hash]; ok {
+// access references the key of fingerprint fp in the miniature cache,
+// inserting it on a miss.
+func (g *miniSim) access(fp uint32) {
+	if h, ok := g.m[fp]; ok {
 		g.p.onAccess(h)
 		g.hits++
 		return
@@ -243,7 +246,7 @@ func (g *miniSim) access(hash uint64) {
 		if !ok {
 			break
 		}
-		delete(g.m, g.p.hash[v])
+		delete(g.m, g.p.fp(v))
 		g.p.Remove(v)
 		g.free = append(g.free, v)
 	}
@@ -252,8 +255,8 @@ func (g *miniSim) access(hash uint64) {
 		h = g.free[n-1]
 		g.free = g.free[:n-1]
 	}
-	g.m[hash] = h
-	g.p.Add(h, Entry{Hash: hash, Size: 1})
+	g.m[fp] = h
+	g.p.Add(h, Entry{Hash: uint64(fp) << 34, Size: 1})
 }
 
 // check verifies the miniature caches: each is a consistent W-TinyLFU
@@ -284,9 +287,9 @@ func (s *miniSims) check(p *tinyLFUPolicy) error {
 		if len(g.m) != g.p.count || len(g.m) > g.cap {
 			return errorf("adaptive: miniature cache %d maps %d hashes, tracks %d, capacity %d", i, len(g.m), g.p.count, g.cap)
 		}
-		for hash, h := range g.m {
-			if !g.p.tracked(h) || g.p.hash[h] != hash {
-				return errorf("adaptive: miniature cache %d: hash %x at handle %d inconsistent", i, hash, h)
+		for fp, h := range g.m {
+			if !g.p.tracked(h) || g.p.fp(h) != fp {
+				return errorf("adaptive: miniature cache %d: fingerprint %x at handle %d inconsistent", i, fp, h)
 			}
 		}
 		c := s.configs[i]

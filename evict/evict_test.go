@@ -431,3 +431,63 @@ func Example_tinyLFU() {
 	fmt.Println("popular entry evicted:", evicted7)
 	// Output: popular entry evicted: false
 }
+
+// TestMissThenAddCountsOnceWithinAShard guards W-TinyLFU's cache-aside
+// rule: a Miss followed by the Add of the same key counts one reference in
+// the sketch, even when other keys of the same shard missed in between.
+// The engine picks a key's shard by the hash's low bits, so every hash a
+// shard's policy sees has the same low bits.
+func TestMissThenAddCountsOnceWithinAShard(t *testing.T) {
+	const shardBits, n = 0x2a, 600
+	r := rng{s: 7}
+	hash := func() uint64 { return r.next()<<6 | shardBits }
+	p := newTinyLFU(1000)
+	for i := range n { // past half the cap: the sketch counts
+		p.Add(Handle(i), Entry{Hash: hash(), Size: 1})
+	}
+	for i := range 20 {
+		a, b := hash(), hash()
+		before := p.sk.frequency(fingerprint(a))
+		p.Miss(a)
+		p.Miss(b)
+		p.Add(Handle(n+i), Entry{Hash: a, Size: 1}) // replays both misses first
+		if got := p.sk.frequency(fingerprint(a)); got != before+1 {
+			t.Fatalf("key %d: frequency %d after a Miss and its Add, want %d", i, got, before+1)
+		}
+	}
+	if err := p.check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSketchGrowthKeepsCounts guards the sketch's growth: a sketch that
+// grows as the capacity estimate does (by one doubling or several at once)
+// reports every key's count as before.
+func TestSketchGrowthKeepsCounts(t *testing.T) {
+	var s sketch
+	s.setPeriod(1 << 30) // no reset during the test
+	s.ensure(100)
+	r := rng{s: 11}
+	fps := make([]uint32, 2000)
+	for i := range fps {
+		fps[i] = uint32(r.next())
+		for range r.intn(6) {
+			s.increment(fps[i])
+		}
+	}
+	want := make([]uint32, len(fps))
+	for i, fp := range fps {
+		want[i] = s.frequency(fp)
+	}
+	for _, n := range []int{101, 108, 109, 200, 257, 1000, 1001, 4096, 10_000, 33_333} {
+		s.ensure(n)
+		if s.blocks != sketchBlocks(n) {
+			t.Fatalf("ensure(%d): %d blocks, want %d", n, s.blocks, sketchBlocks(n))
+		}
+		for i, fp := range fps {
+			if got := s.frequency(fp); got != want[i] {
+				t.Fatalf("after ensure(%d): key %d count %d, want %d", n, i, got, want[i])
+			}
+		}
+	}
+}

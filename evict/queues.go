@@ -1,89 +1,149 @@
 package evict
 
 // queues is the per-handle bookkeeping shared by the segmented policies
-// (W-TinyLFU, S3-FIFO): each tracked handle's hash, size and segment, and
-// intrusive doubly linked lists over handles, one per segment, so that
-// moving an entry between segments costs O(1) and no allocation. Arrays
-// are indexed by Handle and hold no pointers.
+// (W-TinyLFU, S3-FIFO): each tracked handle's key fingerprint, size and
+// segment, and intrusive doubly linked lists over handles, one per
+// segment, so that moving an entry between segments costs O(1) and no
+// allocation. The arrays are indexed by Handle, paged (see pages) and hold
+// no pointers.
+//
+// Memory: 14 bytes per handle (node 12, size 2), plus a map entry for each
+// entry of 64 KiB or more, whose size does not fit in 16 bits.
 type queues struct {
-	hash       []uint64
-	size       []int64
-	prev, next []uint32
-	seg        []uint8 // segNone, or the queue the handle is in
-	q          [4]queue
+	nodes pages[node]
+	size  pages[uint16] // the entry's size, or sizeBig: the size is in big
+	big   map[Handle]int64
+	q     [4]queue
 }
 
-// grow makes room for handle h and reports the new length, or 0 if no
-// growth was needed.
-func (l *queues) grow(h Handle) int {
-	if int(h) < len(l.seg) {
-		return 0
+// node is one handle's links and tag.
+type node struct {
+	prev, next uint32 // neighbours in the handle's queue, or none
+	// tag is the fingerprint of the entry's key (fingerprint) above the
+	// segment in the low 2 bits (segNone, or the queue the handle is in).
+	tag uint32
+}
+
+// sizeBig in a size slot says the size is in queues.big.
+const sizeBig = 1<<16 - 1
+
+// fingerprint is the 30-bit key of a hash that the policies keep per entry
+// and feed their sketch and ghost queue: the hash's top bits (the engine
+// picks shards by the low ones, so those are alike within a shard). Two
+// keys of a shard share it with probability 2⁻³⁰, less than they share
+// sketch counters.
+func fingerprint(hash uint64) uint32 { return uint32(hash >> 34) }
+
+const segMask = 3
+
+// grow makes room for handle h and reports whether it had to.
+func (l *queues) grow(h Handle) bool {
+	l.size.grow(h)
+	return l.nodes.grow(h)
+}
+
+func (l *queues) tracked(h Handle) bool {
+	return int(h) < l.nodes.len() && l.nodes.at(h).tag&segMask != uint32(segNone)
+}
+
+func (l *queues) seg(h Handle) uint8 { return uint8(l.nodes.at(h).tag & segMask) }
+
+func (l *queues) fp(h Handle) uint32 { return l.nodes.at(h).tag >> 2 }
+
+// setFP records h's fingerprint, keeping its segment.
+func (l *queues) setFP(h Handle, fp uint32) {
+	n := l.nodes.at(h)
+	n.tag = fp<<2 | n.tag&segMask
+}
+
+func (l *queues) sizeOf(h Handle) int64 {
+	if s := *l.size.at(h); s != sizeBig {
+		return int64(s)
 	}
-	n := growLen(h, len(l.seg))
-	l.prev, l.next = resize(l.prev, n), resize(l.next, n)
-	l.hash, l.size, l.seg = resize(l.hash, n), resize(l.size, n), resize(l.seg, n)
-	return n
+	return l.big[h]
 }
 
-func resize[T any](s []T, n int) []T {
-	t := make([]T, n)
-	copy(t, s)
-	return t
+// setSize records h's size (negative counts as 0).
+func (l *queues) setSize(h Handle, s int64) {
+	s = max(s, 0)
+	slot := l.size.at(h)
+	if *slot == sizeBig {
+		delete(l.big, h)
+	}
+	if s < sizeBig {
+		*slot = uint16(s)
+		return
+	}
+	*slot = sizeBig
+	if l.big == nil {
+		l.big = map[Handle]int64{}
+	}
+	l.big[h] = s
 }
 
-func (l *queues) tracked(h Handle) bool { return int(h) < len(l.seg) && l.seg[h] != segNone }
+// forgetSize drops the size of an untracked handle.
+func (l *queues) forgetSize(h Handle) {
+	if slot := l.size.at(h); *slot == sizeBig {
+		delete(l.big, h)
+		*slot = 0
+	}
+}
 
 // link puts h at the head (most recent end) of queue s.
 func (l *queues) link(h Handle, s uint8) {
 	q := &l.q[s]
-	l.seg[h] = s
-	l.prev[h] = none
-	l.next[h] = q.head
+	n := l.nodes.at(h)
+	n.tag = n.tag&^segMask | uint32(s)
+	n.prev = none
+	n.next = q.head
 	if q.head != none {
-		l.prev[q.head] = uint32(h)
+		l.nodes.at(Handle(q.head)).prev = uint32(h)
 	} else {
 		q.tail = uint32(h)
 	}
 	q.head = uint32(h)
-	q.bytes += l.size[h]
+	q.bytes += l.sizeOf(h)
 	q.n++
 }
 
 // unlink removes h from its queue.
 func (l *queues) unlink(h Handle) {
-	q := &l.q[l.seg[h]]
-	pr, nx := l.prev[h], l.next[h]
+	n := l.nodes.at(h)
+	q := &l.q[n.tag&segMask]
+	pr, nx := n.prev, n.next
 	if pr != none {
-		l.next[pr] = nx
+		l.nodes.at(Handle(pr)).next = nx
 	} else {
 		q.head = nx
 	}
 	if nx != none {
-		l.prev[nx] = pr
+		l.nodes.at(Handle(nx)).prev = pr
 	} else {
 		q.tail = pr
 	}
-	q.bytes -= l.size[h]
+	q.bytes -= l.sizeOf(h)
 	q.n--
-	l.seg[h] = segNone
+	n.tag &^= segMask // segNone
 }
 
 // checkQueues verifies queues from..to of a policy named name: each list's
-// links, segment tags, length and bytes, and that it has no cycle. It
-// returns the number of handles and bytes they hold.
+// links, segment tags, length and bytes, and that it has no cycle; and
+// that the large sizes are exactly those of the big map. It returns the
+// number of handles and bytes they hold.
 func (l *queues) checkQueues(name string, from, to uint8) (n int, total int64, err error) {
 	for s := from; s <= to; s++ {
 		q := l.q[s]
 		cnt, bytes := 0, int64(0)
 		prev := none
-		for h := q.head; h != none; h = l.next[h] {
-			if l.seg[h] != s || l.prev[h] != prev {
-				return 0, 0, errorf("%s: handle %d in queue %d: seg %d prev %d want %d", name, h, s, l.seg[h], l.prev[h], prev)
+		for h := q.head; h != none; h = l.nodes.at(Handle(h)).next {
+			nd := l.nodes.at(Handle(h))
+			if uint8(nd.tag&segMask) != s || nd.prev != prev {
+				return 0, 0, errorf("%s: handle %d in queue %d: seg %d prev %d want %d", name, h, s, nd.tag&segMask, nd.prev, prev)
 			}
 			prev = h
 			cnt++
-			bytes += l.size[h]
-			if cnt > len(l.seg) {
+			bytes += l.sizeOf(Handle(h))
+			if cnt > l.nodes.len() {
 				return 0, 0, errorf("%s: cycle in queue %d", name, s)
 			}
 		}
@@ -92,6 +152,14 @@ func (l *queues) checkQueues(name string, from, to uint8) (n int, total int64, e
 		}
 		n += cnt
 		total += bytes
+	}
+	if l.size.len() != l.nodes.len() {
+		return 0, 0, errorf("%s: %d sizes for %d nodes", name, l.size.len(), l.nodes.len())
+	}
+	for h, s := range l.big {
+		if int(h) >= l.size.len() || *l.size.at(h) != sizeBig || s < sizeBig || !l.tracked(h) {
+			return 0, 0, errorf("%s: large size %d of handle %d does not match", name, s, h)
+		}
 	}
 	return n, total, nil
 }

@@ -23,9 +23,11 @@ import "sync/atomic"
 // shared writes. Miss does nothing.
 //
 // Cost: Access and Miss O(1); Add, Update, Remove O(1); Victim O(1)
-// amortized (each entry it skips paid for it with a read). Memory: about 29
-// bytes per entry (hash, size, list links, counter, queue) plus 8 bytes per
-// ghost hash and a map entry for it.
+// amortized (each entry it skips paid for it with a read). Memory: 18
+// bytes per entry (list links, key fingerprint and queue, size, counter;
+// see queues) plus, per ghost fingerprint, 4 bytes of ring and a map
+// entry: about 32 bytes per entry in all once the ghost is full, measured
+// by TestPolicyMemoryPerEntry.
 //
 // Choose it when read throughput matters most and the workload has many
 // one-hit wonders (web and object caches); TinyLFU usually wins on
@@ -48,13 +50,13 @@ type s3fifoPolicy struct {
 	total   int64
 	count   int
 
-	queues // seg: segNone, s3S, s3M
-	freq   []atomic.Uint32
+	queues               // seg: segNone, s3S, s3M
+	freq   pages[uint32] // read counter, accessed atomically by Access
 
-	ghost     []uint64 // ring of hashes
+	ghost     []uint32 // ring of fingerprints
 	ghostHead int
 	ghostLen  int
-	ghostSet  map[uint64]uint32
+	ghostSet  map[uint32]uint32
 }
 
 const (
@@ -66,29 +68,30 @@ const (
 // shardBytes; zero or negative means unknown (the cap is then the largest
 // total size seen).
 func newS3FIFO(shardBytes int64) *s3fifoPolicy {
-	p := &s3fifoPolicy{hint: shardBytes, maximum: max(shardBytes, 0), ghostSet: map[uint64]uint32{}}
+	p := &s3fifoPolicy{hint: shardBytes, maximum: max(shardBytes, 0), ghostSet: map[uint32]uint32{}}
 	for i := range p.q {
 		p.q[i] = queue{head: none, tail: none}
 	}
 	return p
 }
 
+// grow makes room for h. It runs under the shard write lock, so no Access
+// reads the counters it copies.
 func (p *s3fifoPolicy) grow(h Handle) {
-	if n := p.queues.grow(h); n > 0 {
-		f2 := make([]atomic.Uint32, n)
-		for i := range p.freq {
-			f2[i].Store(p.freq[i].Load())
-		}
-		p.freq = f2
-	}
+	p.queues.grow(h)
+	p.freq.grow(h)
 }
 
-// ghostAdd remembers hash, forgetting the oldest when the ring is full.
-func (p *s3fifoPolicy) ghostAdd(hash uint64) {
+func (p *s3fifoPolicy) loadFreq(h Handle) uint32     { return atomic.LoadUint32(p.freq.at(h)) }
+func (p *s3fifoPolicy) storeFreq(h Handle, f uint32) { atomic.StoreUint32(p.freq.at(h), f) }
+
+// ghostAdd remembers fingerprint fp, forgetting the oldest when the ring
+// is full.
+func (p *s3fifoPolicy) ghostAdd(fp uint32) {
 	limit := max(16, s3GhostMult*p.count)
 	if len(p.ghost) < limit {
 		n := max(16, min(limit, 2*len(p.ghost)))
-		g := make([]uint64, n)
+		g := make([]uint32, n)
 		for i := range p.ghostLen {
 			g[i] = p.ghost[(p.ghostHead+i)%len(p.ghost)]
 		}
@@ -97,9 +100,9 @@ func (p *s3fifoPolicy) ghostAdd(hash uint64) {
 	for p.ghostLen >= min(limit, len(p.ghost)) {
 		p.ghostPop()
 	}
-	p.ghost[(p.ghostHead+p.ghostLen)%len(p.ghost)] = hash
+	p.ghost[(p.ghostHead+p.ghostLen)%len(p.ghost)] = fp
 	p.ghostLen++
-	p.ghostSet[hash]++
+	p.ghostSet[fp]++
 }
 
 func (p *s3fifoPolicy) ghostPop() {
@@ -120,15 +123,16 @@ func (p *s3fifoPolicy) Add(h Handle, e Entry) {
 		return
 	}
 	p.grow(h)
-	p.hash[h] = e.Hash
-	p.size[h] = max(e.Size, 0)
-	p.freq[h].Store(0)
-	p.total += p.size[h]
+	fp := fingerprint(e.Hash)
+	p.setFP(h, fp)
+	p.setSize(h, e.Size)
+	p.storeFreq(h, 0)
+	p.total += p.sizeOf(h)
 	p.count++
 	if p.hint <= 0 {
 		p.maximum = max(p.maximum, p.total)
 	}
-	if p.ghostSet[e.Hash] > 0 {
+	if p.ghostSet[fp] > 0 {
 		// Seen recently and evicted from the small queue too early. The
 		// hash stays in the ghost ring until it ages out.
 		p.link(h, s3M)
@@ -143,11 +147,11 @@ func (p *s3fifoPolicy) Update(h Handle, e Entry) {
 		p.Add(h, e)
 		return
 	}
-	s := max(e.Size, 0)
-	p.q[p.seg[h]].bytes += s - p.size[h]
-	p.total += s - p.size[h]
-	p.size[h] = s
-	p.hash[h] = e.Hash
+	d := max(e.Size, 0) - p.sizeOf(h)
+	p.setSize(h, e.Size)
+	p.q[p.seg(h)].bytes += d
+	p.total += d
+	p.setFP(h, fingerprint(e.Hash))
 	p.Access(h)
 }
 
@@ -157,17 +161,18 @@ func (p *s3fifoPolicy) Remove(h Handle) {
 		return
 	}
 	p.unlink(h)
-	p.total -= p.size[h]
+	p.total -= p.sizeOf(h)
+	p.forgetSize(h)
 	p.count--
 }
 
 // Access implements Policy. It is safe for concurrent use and never blocks.
 func (p *s3fifoPolicy) Access(h Handle) {
-	if int(h) >= len(p.freq) {
+	if int(h) >= p.freq.len() {
 		return
 	}
-	if f := p.freq[h].Load(); f < s3MaxFreq {
-		p.freq[h].Store(f + 1)
+	if f := p.loadFreq(h); f < s3MaxFreq {
+		p.storeFreq(h, f+1)
 	}
 }
 
@@ -185,20 +190,20 @@ func (p *s3fifoPolicy) Victim(int64) (Handle, bool) {
 	for range 4*p.count + 4 {
 		s, m := p.q[s3S].tail, p.q[s3M].tail
 		if s != none && (p.q[s3S].bytes >= small || m == none) {
-			if p.freq[s].Load() > s3Promote {
+			if p.loadFreq(Handle(s)) > s3Promote {
 				p.unlink(Handle(s))
-				p.freq[s].Store(0)
+				p.storeFreq(Handle(s), 0)
 				p.link(Handle(s), s3M)
 				continue
 			}
-			p.ghostAdd(p.hash[s])
+			p.ghostAdd(p.fp(Handle(s)))
 			return Handle(s), true
 		}
 		if m == none {
 			break
 		}
-		if f := p.freq[m].Load(); f > 0 {
-			p.freq[m].Store(f - 1)
+		if f := p.loadFreq(Handle(m)); f > 0 {
+			p.storeFreq(Handle(m), f-1)
 			p.unlink(Handle(m))
 			p.link(Handle(m), s3M)
 			continue

@@ -16,8 +16,9 @@ import "math"
 // that of the probation region's least recent entry and returns the loser,
 // moving a winning candidate into probation. A hit in probation promotes the
 // entry to protected; protected overflow is demoted back to probation. The
-// frequencies come from a count-min sketch of 4-bit counters, halved every
-// 10×capacity increments so that old popularity fades. A hill climber
+// frequencies come from a count-min sketch of 4-bit counters over 30-bit key
+// fingerprints, halved every 10×capacity increments so that old popularity
+// fades. A hill climber
 // samples the hit ratio every 10×capacity requests and moves capacity
 // between the window and the main region (starting at 1% window): a larger
 // window favours recency-skewed workloads, a smaller one frequency-skewed
@@ -33,15 +34,20 @@ import "math"
 //
 // Cost: Access and Miss O(1); Add, Update, Remove and Victim O(1) amortized
 // plus the buffered events they replay (a sketch update and a list move
-// each). Memory: 25 bytes per entry (hash, size, list links, segment) plus
-// 8 bytes of sketch per entry of capacity, plus a fixed 5 KiB of buffers
-// per shard. The sketch is allocated when the shard is half full.
+// each). Memory: 14 bytes per entry (two 32-bit list links, the key's
+// fingerprint and segment in 32 bits, a 16-bit size; an entry of 64 KiB or
+// more keeps its size in a map), in pages of 1024 entries, plus 8 to 16
+// bytes of sketch per entry of capacity (16 counters, rounded up to a power
+// of two), plus a fixed 5 KiB of buffers per shard: 31 bytes per entry in
+// a shard two thirds full, measured by TestPolicyMemoryPerEntry. The sketch
+// is allocated when the shard is half full.
 //
 // Choose it by default for caches: it matches or beats LRU and LFU on
 // almost every workload, resists scans and one-hit wonders, and adapts
 // between recency and frequency. Segment sizes are in bytes (Entry.Size);
-// the sketch is sized from the number of entries that fit shardBytes at the
-// current average entry size.
+// the capacity in entries (the sketch's reset period, the hill climber's
+// sample) is the number of entries that fit shardBytes at the current
+// average entry size.
 var TinyLFU = Spec{Name: "tinylfu", New: newTinyLFUPolicy}
 
 // VolatileTinyLFU is TinyLFU restricted to entries with a TTL.
@@ -89,7 +95,7 @@ type tinyLFUPolicy struct {
 	sk     sketch
 	reads  readBuffer
 	misses missBuffer
-	recent [64]uint64 // hashes of recently drained misses
+	recent [64]uint32 // fingerprints of recently drained misses
 	recOK  [64]bool
 
 	hits, missN int
@@ -135,8 +141,6 @@ func (p *tinyLFUPolicy) setMaximum(m int64) {
 	p.adjust = 0
 }
 
-func (p *tinyLFUPolicy) grow(h Handle) { p.queues.grow(h) }
-
 func (p *tinyLFUPolicy) move(h Handle, s uint8) {
 	p.unlink(h)
 	p.link(h, s)
@@ -145,9 +149,10 @@ func (p *tinyLFUPolicy) move(h Handle, s uint8) {
 // drain replays the events buffered by Access and Miss.
 func (p *tinyLFUPolicy) drain() {
 	p.misses.drain(func(hash uint64) {
-		p.sk.increment(hash)
-		p.recent[hash&63] = hash
-		p.recOK[hash&63] = true
+		fp := fingerprint(hash)
+		p.sk.increment(fp)
+		p.recent[fp&63] = fp
+		p.recOK[fp&63] = true
 	})
 	p.reads.drain(p.onAccess)
 }
@@ -156,17 +161,12 @@ func (p *tinyLFUPolicy) onAccess(h Handle) {
 	if !p.tracked(h) {
 		return
 	}
-	p.sk.increment(p.hash[h])
+	p.sk.increment(p.fp(h))
 	p.hits++
 	if p.sims != nil {
-		p.sims.observe(p, p.hash[h])
+		p.sims.observe(p, p.fp(h))
 	}
-	switch p.seg[h] {
-	case segWindow, segProtected:
-		p.move(h, p.seg[h])
-	case segProbation:
-		p.move(h, segProtected)
-	}
+	p.onAccessOrder(h)
 }
 
 // maintain moves window overflow into probation, runs the hill climber and
@@ -232,10 +232,10 @@ func (p *tinyLFUPolicy) increaseWindow() {
 		if c == none {
 			c = p.q[segProtected].tail
 		}
-		if c == none || quota < p.size[c] {
+		if c == none || quota < p.sizeOf(Handle(c)) {
 			break
 		}
-		quota -= p.size[c]
+		quota -= p.sizeOf(Handle(c))
 		p.move(Handle(c), segWindow)
 	}
 	p.protMax += quota
@@ -253,10 +253,10 @@ func (p *tinyLFUPolicy) decreaseWindow() {
 	p.windowMax -= quota
 	for range transferLimit {
 		c := p.q[segWindow].tail
-		if c == none || quota < p.size[c] {
+		if c == none || quota < p.sizeOf(Handle(c)) {
 			break
 		}
-		quota -= p.size[c]
+		quota -= p.sizeOf(Handle(c))
 		p.move(Handle(c), segProbation)
 	}
 	p.protMax -= quota
@@ -272,29 +272,32 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 		return
 	}
 	p.grow(h)
-	p.hash[h] = e.Hash
-	p.size[h] = max(e.Size, 0)
-	p.total += p.size[h]
+	fp := fingerprint(e.Hash)
+	p.setFP(h, fp)
+	p.setSize(h, e.Size)
+	p.total += p.sizeOf(h)
 	p.count++
 	p.link(h, segWindow)
 	p.missN++
 	if p.sims != nil {
-		p.sims.observe(p, e.Hash)
+		p.sims.observe(p, fp)
 	}
-	if p.total >= p.maximum/2 || len(p.sk.table) > 0 {
+	if p.total >= p.maximum/2 || p.sk.blocks > 0 {
 		// Like Caffeine, start counting when the cache is half full, when
 		// the average entry size is known: the capacity in entries is the
-		// cap over the average size. The sketch only grows.
+		// cap over the average size, and sizes the sketch and its reset
+		// period. The sketch only grows.
 		p.est = p.count
 		if p.hint > 0 && p.total > 0 {
 			p.est = max(p.count, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
 		}
+		p.sk.setPeriod(p.est)
 		p.sk.ensure(p.est)
 	}
-	if i := e.Hash & 63; p.recOK[i] && p.recent[i] == e.Hash {
+	if i := fp & 63; p.recOK[i] && p.recent[i] == fp {
 		p.recOK[i] = false // the Miss that preceded this Add counted it
 	} else {
-		p.sk.increment(e.Hash)
+		p.sk.increment(fp)
 	}
 	p.maintain()
 }
@@ -310,24 +313,24 @@ func (p *tinyLFUPolicy) Update(h Handle, e Entry) {
 }
 
 func (p *tinyLFUPolicy) update(h Handle, e Entry) {
-	s := max(e.Size, 0)
-	d := s - p.size[h]
-	p.size[h] = s
-	p.q[p.seg[h]].bytes += d
+	d := max(e.Size, 0) - p.sizeOf(h)
+	p.setSize(h, e.Size)
+	p.q[p.seg(h)].bytes += d
 	p.total += d
-	p.hash[h] = e.Hash
-	p.sk.increment(e.Hash)
+	fp := fingerprint(e.Hash)
+	p.setFP(h, fp)
+	p.sk.increment(fp)
 	if p.sims != nil {
-		p.sims.observe(p, e.Hash)
+		p.sims.observe(p, fp)
 	}
 	p.onAccessOrder(h)
 	p.maintain()
 }
 
 func (p *tinyLFUPolicy) onAccessOrder(h Handle) {
-	switch p.seg[h] {
+	switch s := p.seg(h); s {
 	case segWindow, segProtected:
-		p.move(h, p.seg[h])
+		p.move(h, s)
 	case segProbation:
 		p.move(h, segProtected)
 	}
@@ -340,13 +343,14 @@ func (p *tinyLFUPolicy) Remove(h Handle) {
 		return
 	}
 	p.unlink(h)
-	p.total -= p.size[h]
+	p.total -= p.sizeOf(h)
+	p.forgetSize(h)
 	p.count--
 }
 
 // Access implements Policy. It is safe for concurrent use and never blocks.
 func (p *tinyLFUPolicy) Access(h Handle) {
-	if int(h) < len(p.seg) {
+	if int(h) < p.nodes.len() {
 		p.reads.push(h)
 	}
 }
@@ -364,7 +368,7 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 	victim := p.q[segProbation].tail
 	if victim == none {
 		victim = p.q[segProtected].tail
-	} else if t := p.q[segProtected].tail; p.admitSeen && t != none && p.sk.frequency(p.hash[t]) < p.sk.frequency(p.hash[victim]) {
+	} else if t := p.q[segProtected].tail; p.admitSeen && t != none && p.sk.frequency(p.fp(Handle(t))) < p.sk.frequency(p.fp(Handle(victim))) {
 		// Seen-twice admission: a protected entry that has gone cold (its count
 		// decayed below the probation victim's) leaves first, so that a
 		// new working set larger than probation is not locked out by the
@@ -381,7 +385,7 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 	// The window's LRU entry duels with the main region's victim. If the
 	// window is full, the coming write would push it out of the window, so
 	// a winner moves to probation; otherwise it stays in the window.
-	if p.admit(p.hash[w], p.hash[victim]) {
+	if p.admit(p.fp(Handle(w)), p.fp(Handle(victim))) {
 		if p.q[segWindow].bytes >= p.windowMax {
 			p.move(Handle(w), segProbation)
 		}
@@ -390,7 +394,7 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 	return Handle(w), true
 }
 
-func (p *tinyLFUPolicy) admit(candidate, victim uint64) bool {
+func (p *tinyLFUPolicy) admit(candidate, victim uint32) bool {
 	if p.admitSeen {
 		return p.sk.frequency(candidate) >= 2
 	}
@@ -412,8 +416,8 @@ func (p *tinyLFUPolicy) check() error {
 		return err
 	}
 	tagged := 0
-	for _, s := range p.seg {
-		if s != segNone {
+	for h := range p.nodes.len() {
+		if p.tracked(Handle(h)) {
 			tagged++
 		}
 	}

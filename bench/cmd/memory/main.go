@@ -13,6 +13,12 @@
 //	go run ./cmd/memory -peer all -n 1000000 -out results/memory.json
 //	go run ./cmd/memory -peer all -n 5000000 -gc 5 -out results/gc.json
 //	go run ./cmd/memory -peer tide,tide-capped,tide-exact,otter,otter-capped,freecache -out results/memory-capped.json
+//
+// -memprofile FILE (one peer only) writes the heap profile as of the
+// measurement's last collection, when the entries are resident: where the
+// bytes per entry go (go tool pprof -sample_index=inuse_space -top FILE).
+//
+//	go run ./cmd/memory -peer tide-capped -memprofile /tmp/capped.pprof
 package main
 
 import (
@@ -20,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/tidekv/tide/bench"
 	"github.com/tidekv/tide/engine"
@@ -30,10 +37,20 @@ func main() {
 	n := flag.Int("n", 1_000_000, "entries")
 	gc := flag.Int("gc", 0, "forced runtime.GC() calls to time after the fill")
 	out := flag.String("out", "", "write the collected results (JSON) here")
+	memprofile := flag.String("memprofile", "", "one peer only: write its heap profile (as of the measurement's last GC) here")
 	flag.Parse()
 
 	if p, err := bench.Lookup(*peer); err == nil {
 		r := bench.MeasureMemory(p, *n, *gc)
+		if *memprofile != "" {
+			// The profile reflects the heap as of the last completed
+			// collection: MeasureMemory's, with the entries resident (it
+			// closes the cache after, and no collection has run since).
+			if err := writeHeapProfile(*memprofile); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
 		b, _ := json.Marshal(r)
 		fmt.Println(string(b))
 		return
@@ -41,6 +58,10 @@ func main() {
 	peers, err := bench.ParsePeers(*peer)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if *memprofile != "" {
+		fmt.Fprintln(os.Stderr, "-memprofile takes one peer")
 		os.Exit(2)
 	}
 	lines := bench.ForEachPeer(peers, []string{"-n", fmt.Sprint(*n), "-gc", fmt.Sprint(*gc)})
@@ -71,4 +92,16 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

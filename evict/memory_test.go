@@ -1,0 +1,89 @@
+package evict
+
+import (
+	"runtime"
+	"testing"
+)
+
+// memoryShape is the per-shard share of the bench's memory configuration
+// (bench/cmd/memory, tide-capped): 1M entries of 16-byte keys and 64-byte
+// values (144 accounted bytes with the engine's 64 of overhead) spread
+// over 64 shards by the hash's low bits, under a cap 1.5× their size. The
+// test runs a quarter of the shards.
+const (
+	memShards  = 16
+	memEntries = 1_000_000 / 64 * memShards
+	memSize    = 16 + 64 + 64
+)
+
+// heapBytes returns the live heap after a full collection.
+func heapBytes() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// policyBytesPerEntry fills memShards instances of spec as the engine
+// would (dense handles per shard, hashes whose low bits pick the shard),
+// then replaces half the entries through Victim and Remove (so that ghost
+// queues fill), and returns the heap the policies hold per entry.
+func policyBytesPerEntry(spec Spec) float64 {
+	hint := int64(1.5*memEntries*memSize) / memShards
+	before := heapBytes()
+	ps := make([]Policy, memShards)
+	for i := range ps {
+		ps[i] = spec.New(hint)
+	}
+	next := make([]Handle, memShards)
+	r := rng{s: 1}
+	for range memEntries {
+		h := r.next()
+		s := h % memShards
+		ps[s].Add(next[s], Entry{Hash: h, Size: memSize, Deadline: int64(h >> 1)})
+		next[s]++
+	}
+	for i := range memEntries / 2 {
+		s := i % memShards
+		v, ok := ps[s].Victim(int64(i))
+		if !ok {
+			panic("no victim")
+		}
+		ps[s].Remove(v)
+		ps[s].Add(v, Entry{Hash: r.next()&^(memShards-1) | uint64(s), Size: memSize, Deadline: int64(i)})
+	}
+	after := heapBytes()
+	runtime.KeepAlive(ps)
+	return float64(after-before) / memEntries
+}
+
+// TestPolicyMemoryPerEntry guards each policy's memory per tracked entry
+// (its documented cost) in the shape the bench measures: the per-entry
+// state, the sketch and ghost structures, array growth slack and the
+// fixed per-shard buffers amortized over the shard's entries.
+func TestPolicyMemoryPerEntry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 250k entries")
+	}
+	budgets := map[string]float64{
+		"tinylfu": 32, "volatile-tinylfu": 32, "adaptive": 58,
+		"allkeys-lru": 21, "volatile-lru": 21,
+		"allkeys-lfu": 16, "volatile-lfu": 16,
+		"allkeys-random": 11, "volatile-random": 11,
+		"volatile-ttl": 21, "s3fifo": 33,
+	}
+	for _, spec := range evicting() {
+		t.Run(spec.Name, func(t *testing.T) {
+			budget, ok := budgets[spec.Name]
+			if !ok {
+				t.Fatalf("no memory budget for %s", spec.Name)
+			}
+			got := policyBytesPerEntry(spec)
+			t.Logf("%s: %.1f bytes per entry (budget %.0f)", spec.Name, got, budget)
+			if got > budget {
+				t.Errorf("%s holds %.1f bytes per entry, budget %.0f", spec.Name, got, budget)
+			}
+		})
+	}
+}
