@@ -102,7 +102,7 @@ func (s *shard) drainReadsLocked() {
 // random stripe, Stats sums them.
 type readCounts [16]struct {
 	hits, misses atomic.Uint64
-	_            [48]byte
+	_            [64]byte // two stripes never share a line, however aligned
 }
 
 // count counts a read's hit or miss in stripe r.

@@ -16,9 +16,18 @@ type shard struct {
 	// safe for concurrent use). Writers take it exclusively, which makes
 	// mu.seq odd for as long as they hold it. Reads of a key without a TTL
 	// do not take it at all (see peek); other reads take it shared.
-	mu      shardMu
-	pub     atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
-	rlog    *readLog                  // reads peek reports to pol; nil without a policy
+	//
+	// Layout: what an optimistic reader reads of the shard (mu.seq, pub,
+	// rlog) comes first, and rw and the fields writers change follow
+	// at least a cache line later, so that a writer at work in the shard
+	// (locking, appending to the arena, counting) does not take the line
+	// readers need from them; only seq itself moves, twice a write.
+	mu   shardMu
+	pub  atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
+	rlog *readLog                  // reads peek reports to pol; nil without a policy
+	_    [64]byte                  // the readers' line ends here
+	rw   sync.RWMutex              // mu's lock (see shardMu)
+
 	tab     table.Table
 	ents    []uint32 // slot → record offset + 1; 0 = free
 	free    []uint32 // free slots
@@ -67,21 +76,24 @@ type shard struct {
 // by such readers to the eviction policy (lockedLocked); Unlock
 // publishes the shard's arrays if a writer replaced one (publishLocked).
 // RLock and RUnlock are the RWMutex's.
+//
+// The RWMutex is the shard's field rw, a cache line away from seq (see
+// shard's layout), so that RLock and Lock, which write the mutex's state,
+// do not take seq's line from optimistic readers.
 type shardMu struct {
-	rw  sync.RWMutex
 	seq atomic.Uint64
 	s   *shard // the shard this lock guards; set once by New
 }
 
 func (m *shardMu) Lock() {
-	m.rw.Lock()
+	m.s.rw.Lock()
 	m.seq.Add(1)
 	m.s.lockedLocked()
 }
 
 // TryLock is Lock if the lock is free.
 func (m *shardMu) TryLock() bool {
-	if !m.rw.TryLock() {
+	if !m.s.rw.TryLock() {
 		return false
 	}
 	m.seq.Add(1)
@@ -105,11 +117,11 @@ func (s *shard) lockedLocked() {
 func (m *shardMu) Unlock() {
 	m.s.publishLocked()
 	m.seq.Add(1)
-	m.rw.Unlock()
+	m.s.rw.Unlock()
 }
 
-func (m *shardMu) RLock()   { m.rw.RLock() }
-func (m *shardMu) RUnlock() { m.rw.RUnlock() }
+func (m *shardMu) RLock()   { m.s.rw.RLock() }
+func (m *shardMu) RUnlock() { m.s.rw.RUnlock() }
 
 // storeView is what an optimistic reader needs of a shard's storage: the
 // table's words and the ents and arena arrays up to their capacity. It is
