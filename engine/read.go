@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/binary"
 	"iter"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -231,9 +230,9 @@ func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 	if s.mu.seq.Load() != seq {
 		return peeked{}
 	}
-	r := rand.Uint32()
+	r := goroutineStripe()
 	if s.rlog != nil {
-		s.rlog.pushMiss(h, r>>4)
+		s.rlog.pushMiss(h, r>>8)
 	}
 	e.reads.count(false, r)
 	return peeked{r: peekMiss}
@@ -279,9 +278,9 @@ func (pk *peeked) markViewed() bool {
 
 // peekHit counts a validated hit and logs it for the policy.
 func (e *Engine) peekHit(s *shard, pk peeked) {
-	r := rand.Uint32()
+	r := goroutineStripe()
 	if pk.kw>>24&flagTracked != 0 && s.rlog != nil {
-		s.rlog.pushAccess(pk.slot, r>>4)
+		s.rlog.pushAccess(pk.slot, r>>8)
 	}
 	e.reads.count(true, r)
 }
