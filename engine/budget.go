@@ -268,6 +268,7 @@ func (s *shard) keepLocked(r *room) {
 // evictOneLocked evicts the policy's victim and reports whether there was
 // one.
 func (s *shard) evictOneLocked(now int64, ev *[]Removal) bool {
+	s.flushPendingLocked()
 	s.drainReadsLocked() // the victim is chosen knowing every logged read
 	h, ok := s.pol.Victim(now)
 	if !ok || int(h) >= len(s.ents) || s.ents[h] == 0 || s.at(uint32(h)).flags()&flagTracked == 0 {
@@ -288,6 +289,7 @@ func (s *shard) hideLocked(slots []uint32) {
 			continue
 		}
 		if en := s.at(x); en.flags()&flagTracked != 0 {
+			s.flushPendingLocked()
 			s.pol.Remove(evict.Handle(x))
 			s.addEvictableLocked(-en.size())
 			en.setFlags(en.flags() &^ flagTracked)

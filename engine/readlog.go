@@ -76,6 +76,7 @@ func (s *shard) drainReadsLocked() {
 	if l == nil || s.pol == nil {
 		return
 	}
+	s.flushPendingLocked()
 	for i := range l.access {
 		st := &l.access[i]
 		t := st.tail.Load()

@@ -65,6 +65,16 @@ type shard struct {
 
 	locks uint64 // exclusive locks taken (see lockedLocked)
 
+	// deferUpdate lets the next syncPolicyLocked of a written entry that
+	// stays tracked leave its policy Update in pending, for Unlock to make
+	// once the sequence count is even again (see shardMu). Set by a
+	// single-key write around its work, whose last policy call that is.
+	// Every other policy call under the exclusive lock makes the pending
+	// Update first (flushPendingLocked), so the policy sees the changes
+	// in the order they were made.
+	deferUpdate bool
+	pending     pendingUpdate
+
 	_ [64]byte // keep the next shard's lock off this shard's last line
 }
 
@@ -77,6 +87,14 @@ type shard struct {
 // publishes the shard's arrays if a writer replaced one (publishLocked).
 // RLock and RUnlock are the RWMutex's.
 //
+// seq is odd only while the storage may change: policy work that changes
+// none of it runs with the RWMutex held but seq even, so that optimistic
+// readers of the shard do not wait for it — Lock hands the logged reads
+// to the policy before it makes seq odd, and Unlock makes a write's
+// deferred policy Update (pendingUpdate) after it makes seq even. Both
+// read storage (ents, flags) without changing it: a reader validating
+// meanwhile reads a state no writer is changing.
+//
 // The RWMutex is the shard's field rw, a cache line away from seq (see
 // shard's layout), so that RLock and Lock, which write the mutex's state,
 // do not take seq's line from optimistic readers.
@@ -87,8 +105,8 @@ type shardMu struct {
 
 func (m *shardMu) Lock() {
 	m.s.rw.Lock()
-	m.seq.Add(1)
 	m.s.lockedLocked()
+	m.seq.Add(1)
 }
 
 // TryLock is Lock if the lock is free.
@@ -96,8 +114,8 @@ func (m *shardMu) TryLock() bool {
 	if !m.s.rw.TryLock() {
 		return false
 	}
-	m.seq.Add(1)
 	m.s.lockedLocked()
+	m.seq.Add(1)
 	return true
 }
 
@@ -115,9 +133,27 @@ func (s *shard) lockedLocked() {
 }
 
 func (m *shardMu) Unlock() {
-	m.s.publishLocked()
+	s := m.s
+	s.publishLocked()
 	m.seq.Add(1)
-	m.s.rw.Unlock()
+	s.flushPendingLocked()
+	s.rw.Unlock()
+}
+
+// pendingUpdate is a policy Update a write deferred (see deferUpdate).
+type pendingUpdate struct {
+	ok bool
+	h  evict.Handle
+	e  evict.Entry
+}
+
+// flushPendingLocked makes the deferred policy Update, if any. It changes
+// nothing an optimistic reader reads.
+func (s *shard) flushPendingLocked() {
+	if s.pending.ok {
+		s.pending.ok = false
+		s.pol.Update(s.pending.h, s.pending.e)
+	}
 }
 
 func (m *shardMu) RLock()   { m.s.rw.RLock() }
@@ -322,6 +358,9 @@ func (s *shard) syncPolicyLocked(en entry, hash uint64, oldSize int64, written b
 	if s.pol == nil {
 		return
 	}
+	s.flushPendingLocked() // the policy sees changes in order
+	deferred := s.deferUpdate
+	s.deferUpdate = false
 	was := en.flags()&flagTracked != 0
 	now := s.trackableLocked(en)
 	if now && hash == 0 {
@@ -338,7 +377,12 @@ func (s *shard) syncPolicyLocked(en entry, hash uint64, oldSize int64, written b
 		s.addEvictableLocked(en.size())
 		en.setFlags(en.flags() | flagTracked)
 	case was && now && (written || oldSize != en.size()):
-		s.pol.Update(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()})
+		u := evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()}
+		if deferred {
+			s.pending = pendingUpdate{ok: true, h: h, e: u}
+		} else {
+			s.pol.Update(h, u)
+		}
 		s.addEvictableLocked(en.size() - oldSize)
 	}
 }
@@ -360,6 +404,7 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	s.tab.Delete(table.Tag(hash), slot)
 	hadTTL := en.deadline() != 0
 	if en.flags()&flagTracked != 0 {
+		s.flushPendingLocked()
 		s.pol.Remove(evict.Handle(slot))
 		s.addEvictableLocked(-en.size())
 	}
