@@ -14,10 +14,14 @@ import (
 // shard's read lock). It records the event in the shard's readLog instead:
 // lossy, striped ring buffers that the next holder of the shard's
 // exclusive lock drains into the policy (shardMu.Lock), as otter and
-// Caffeine do (BP-Wrapper). A reader picks a stripe at random, claims a
-// slot with one compare-and-swap and drops the event if the stripe is full
-// or the CAS fails, so a read never waits and two cores rarely write the
-// same cache line. Hit and miss counts go to the engine's striped counters
+// Caffeine do (BP-Wrapper), every drainEvery-th lock, before the lock
+// makes the shard's sequence count odd (the drain changes no storage, so
+// optimistic readers need not wait for it). A reader picks its
+// goroutine's stripe (goroutineStripe), claims a slot with one
+// compare-and-swap and drops the event if the stripe is full or the CAS
+// fails, so a read never waits and two goroutines write the same line
+// only when their stripes collide. A full stripe costs a reader two loads
+// and no write. Hit and miss counts go to the engine's striped counters
 // (readCounts), exact and summed by Stats.
 
 const (
