@@ -203,3 +203,48 @@ func BenchmarkCappedMix(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHotShard is contention in isolation: 4096 keys in 4 shards, a
+// byte cap and TinyLFU, Zipf reads with View and writes of the same size.
+// The data fits the CPU cache, so what -cpu 2 adds over -cpu 1 is the
+// cost of the lines the two cores share: the shard's sequence count and
+// lock, the hit counters, the read log. Compare builds in one run.
+func BenchmarkHotShard(b *testing.B) {
+	const n = 4096
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "hot:" + strconv.Itoa(i) + ":padding"
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	z := rand.NewZipf(r, 1.01, 1, n-1)
+	idx := make([]uint32, 1<<16)
+	for i := range idx {
+		idx[i] = uint32(z.Uint64())
+	}
+	e, err := New(Config{Shards: 4, MaxBytes: 2 * n * (32 + 64 + EntryOverhead), Policy: evict.TinyLFU})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	val := make([]byte, 64)
+	for _, k := range keys {
+		if _, err := e.Set(k, val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	view := func([]byte) {}
+	for _, writePct := range []int{0, 10, 50} {
+		b.Run(fmt.Sprintf("mix=%d-%d", 100-writePct, writePct), func(b *testing.B) {
+			runZipf(b, keys, idx, func(i int, k string, buf []byte) []byte {
+				if i%100 < writePct {
+					if _, err := e.Set(k, val); err != nil {
+						panic(err)
+					}
+					return buf
+				}
+				e.View(k, view)
+				return buf
+			})
+		})
+	}
+}
