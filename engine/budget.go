@@ -44,11 +44,13 @@ const MaxEntrySize = 1<<30 - 1
 // bytes than it held, and a write never needs more than its entries' size,
 // so the rounds end.
 //
-// Cost: the common write does one compare-and-swap on used (and, when it
-// changes evictability, an add on evictable). Steps 1–2 cost what a
-// per-shard cap costs; a visit costs one lock per shard visited. The
-// counters are shared by every core: writes to a capped engine contend on
-// one cache line (reads do not touch it). An uncapped engine has no budget.
+// Cost: a write that grows an entry or adds one does one compare-and-swap
+// on used and an add on resident (and, when it changes evictable bytes,
+// an add on evictable); an overwrite of the same size touches none of
+// them. Steps 1–2 cost what a per-shard cap costs; a visit costs one lock
+// per shard visited. The counters are shared by every core: writes that
+// change sizes in a capped engine contend on one cache line (reads do not
+// touch it). An uncapped engine has no budget.
 type budget struct {
 	max       int64
 	used      atomic.Int64  // resident + held by writes in progress; ≤ max
@@ -266,6 +268,7 @@ func (s *shard) keepLocked(r *room) {
 // evictOneLocked evicts the policy's victim and reports whether there was
 // one.
 func (s *shard) evictOneLocked(now int64, ev *[]Removal) bool {
+	s.flushPendingLocked()
 	s.drainReadsLocked() // the victim is chosen knowing every logged read
 	h, ok := s.pol.Victim(now)
 	if !ok || int(h) >= len(s.ents) || s.ents[h] == 0 || s.at(uint32(h)).flags()&flagTracked == 0 {
@@ -286,6 +289,7 @@ func (s *shard) hideLocked(slots []uint32) {
 			continue
 		}
 		if en := s.at(x); en.flags()&flagTracked != 0 {
+			s.flushPendingLocked()
 			s.pol.Remove(evict.Handle(x))
 			s.addEvictableLocked(-en.size())
 			en.setFlags(en.flags() &^ flagTracked)
@@ -297,7 +301,7 @@ func (s *shard) hideLocked(slots []uint32) {
 // bytes.
 func (s *shard) addEvictableLocked(n int64) {
 	s.evictb += n
-	if s.b != nil {
+	if s.b != nil && n != 0 { // an add of 0 would still take the shared line
 		s.b.evictable.Add(n)
 	}
 }
@@ -307,7 +311,7 @@ func (s *shard) addEvictableLocked(n int64) {
 // shrink or removal gives its bytes back through the caller.
 func (s *shard) addBytesLocked(n int64) {
 	s.bytes += n
-	if s.b != nil {
+	if s.b != nil && n != 0 { // an overwrite of the same size changes nothing
 		s.b.resident.Add(n)
 	}
 }

@@ -1,11 +1,16 @@
 package engine
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tidekv/tide/evict"
 )
 
 func TestConcurrentIncrSumsExactly(t *testing.T) {
@@ -199,4 +204,103 @@ func TestHitMissCountsExactUnderConcurrency(t *testing.T) {
 	if wantH, wantM := uint64(workers*each*3/4), uint64(workers*each/4); st.Hits != wantH || st.Misses != wantM {
 		t.Fatalf("hits, misses = %d, %d, want %d, %d", st.Hits, st.Misses, wantH, wantM)
 	}
+}
+
+// Reads that race writers in their shard — and so wait for them and retry
+// the optimistic read, or fall back to the lock — still count every hit
+// and every miss exactly once, and never return a torn or stale value:
+// every present key's value is some write's value in full.
+func TestReadsRacingWritersCountExactlyAndSeeWholeValues(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: evict.TinyLFU})
+	const present = 8
+	key := func(i int) string { return "present-" + strconv.Itoa(i) }
+	// A value is its fill byte repeated; its length depends on the byte,
+	// so overwrites are done in place and by appending a new record.
+	valueOf := func(b byte) []byte { return bytes.Repeat([]byte{b}, 8+int(b)%40) }
+	for i := range present {
+		if _, err := e.Set(key(i), valueOf(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	each := 20000
+	if raceEnabled {
+		each = 4000
+	}
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	for w := range 2 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := e.Set(key((i+w)%present), valueOf(byte(1+(i*7+w)%250))); err != nil {
+					t.Error(err)
+					return
+				}
+				churn := "churn-" + strconv.Itoa(i%61)
+				if i%3 == 0 {
+					e.Delete(churn)
+				} else if _, err := e.Set(churn, valueOf(byte(i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	whole := func(v []byte) error {
+		if len(v) == 0 || !bytes.Equal(v, valueOf(v[0])) {
+			return fmt.Errorf("read a value no write wrote: %q", v)
+		}
+		return nil
+	}
+	const readers = 3
+	errs := make(chan error, readers)
+	for r := range readers {
+		go func() {
+			var buf []byte
+			for i := range each {
+				var ok bool
+				var err error
+				switch i % 4 {
+				case 0:
+					buf, ok = e.AppendGet(buf[:0], key((i+r)%present))
+					if ok {
+						err = whole(buf)
+					}
+				case 1:
+					ok = e.View(key((i+r)%present), func(v []byte) { err = whole(v) })
+				case 2:
+					_, ok = e.AppendGet(buf[:0], "absent")
+					ok = !ok
+				case 3:
+					ok = !e.View("absent", func([]byte) { err = errors.New("View called fn on a miss") })
+				}
+				if err == nil && !ok {
+					err = fmt.Errorf("read %d: a present key missed or an absent one hit", i)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range readers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	writers.Wait()
+	st := e.Stats()
+	if want := uint64(readers * each / 2); st.Hits != want || st.Misses != want {
+		t.Fatalf("hits, misses = %d, %d, want %d each", st.Hits, st.Misses, want)
+	}
+	mustCheck(t, e)
 }

@@ -116,14 +116,16 @@ import (
 // Cost: a read hashes the key, probes the table (expected about one probe),
 // compares the key and copies the value (View: no copy), without a lock for
 // a key without TTL (it reads the shard's sequence count twice and writes
-// one striped hit counter and, under a cap, one striped slot of the
-// shard's read log) and under the shard lock shared otherwise, reading the
+// its goroutine's stripe of the hit counters and, under a cap, of the
+// shard's read log; a read that finds a writer at work waits for it and
+// tries again, up to 4 times) and under the shard lock shared otherwise, reading the
 // clock only if the key has a TTL: O(1), no allocation with AppendGet or
 // View. A read makes three dependent memory accesses on a hit: table
 // word, ents word, record.
 // A write takes the shard lock exclusively (every 8th time, and before
 // every eviction, first handing the reads logged meanwhile to the policy,
-// at most 84 events): O(1) plus O(log n) in the
+// at most 84 events; optimistic readers wait only for the part of a write
+// that changes storage, not for its policy work): O(1) plus O(log n) in the
 // expiry index when the key gets a TTL it did not have or an earlier one,
 // plus the eviction policy's cost when the engine is at its cap (see
 // budget: MaxBytes is one engine-wide budget, a write makes room in its own

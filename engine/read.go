@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/binary"
 	"iter"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -20,17 +19,23 @@ func (e *Engine) Get(key string) ([]byte, bool) {
 // allocates nothing when dst has room.
 func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s, h := e.shardFor(key)
-	switch pk := e.peek(s, key, h); pk.r {
-	case peekHit:
-		n := len(dst)
-		dst = loadValue(dst, pk.arena, pk.val, pk.vlen)
-		if pk.valid(s) {
-			e.peekHit(s, pk)
-			return dst, true
+optimistic:
+	for range peekTries {
+		switch pk := e.peek(s, key, h); pk.r {
+		case peekHit:
+			n := len(dst)
+			dst = loadValue(dst, pk.arena, pk.val, pk.vlen)
+			if pk.valid(s) {
+				e.peekHit(s, pk)
+				return dst, true
+			}
+			dst = dst[:n]
+		case peekMiss:
+			return dst, false
+		case peekLocked:
+			break optimistic
 		}
-		dst = dst[:n]
-	case peekMiss:
-		return dst, false
+		s.mu.awaitWriter()
 	}
 	en, _, ok := e.rlockLive(s, key, h, true)
 	if !ok {
@@ -63,17 +68,24 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 // record's header the first time a record is viewed.
 func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
-	switch pk := e.peek(s, key, h); pk.r {
-	case peekHit:
-		// Validated before the mark too, so that the compare-and-swap
-		// hits a real header, never bytes of a stale view.
-		if pk.valid(s) && pk.markViewed() && pk.valid(s) {
-			e.peekHit(s, pk)
-			fn(pk.arena[pk.val : pk.val+uint32(pk.vlen)])
-			return true
+optimistic:
+	for range peekTries {
+		switch pk := e.peek(s, key, h); pk.r {
+		case peekHit:
+			// Validated before the mark too, so that the
+			// compare-and-swap hits a real header, never bytes of a
+			// stale view.
+			if pk.valid(s) && pk.markViewed() && pk.valid(s) {
+				e.peekHit(s, pk)
+				fn(pk.arena[pk.val : pk.val+uint32(pk.vlen)])
+				return true
+			}
+		case peekMiss:
+			return false
+		case peekLocked:
+			break optimistic
 		}
-	case peekMiss:
-		return false
+		s.mu.awaitWriter()
 	}
 	en, _, ok := e.rlockLive(s, key, h, true)
 	if !ok {
@@ -123,10 +135,29 @@ func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
 type peekResult uint8
 
 const (
-	peekRetry peekResult = iota // inconclusive: read under the lock
+	peekRetry  peekResult = iota // inconclusive (a writer was at work): try again
+	peekLocked                   // the key has a deadline: read under the lock
 	peekHit
 	peekMiss
 )
+
+// A read that finds a writer at work in its shard (peekRetry) waits for
+// it, up to peekSpins loads of the sequence count, and tries again, up to
+// peekTries times in all, before it reads under the lock: a write holds
+// the lock for well under a microsecond, while a reader that blocks in
+// RLock behind it parks its goroutine (microseconds) and writes the
+// mutex's reader count, a line every reader of the shard then shares.
+const (
+	peekTries = 4
+	peekSpins = 256
+)
+
+// awaitWriter waits, up to peekSpins loads, until no writer holds the
+// lock (the sequence count is even).
+func (m *shardMu) awaitWriter() {
+	for i := 0; i < peekSpins && m.seq.Load()&1 != 0; i++ {
+	}
+}
 
 // peeked is what peek found: on a hit, where the record and its value are
 // in the arena the reader holds, and the sequence count to validate
@@ -153,8 +184,10 @@ type peeked struct {
 // read, so what the reader read is the state at that instant, the read's
 // linearization point; then it calls peekHit. Anything inconclusive — a
 // writer at work, a word pointing outside the arrays the reader holds (a
-// stale view), a key with a deadline (whose read must read the clock
-// under the lock) — is peekRetry, and the caller reads under the lock.
+// stale view) — is peekRetry: the caller waits for the writer and tries
+// again (see peekTries), then reads under the lock. A key with a deadline
+// is peekLocked: its read must read the clock under the lock, so the
+// caller reads under the lock at once.
 // peek writes no memory shared by all readers of the shard.
 func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 	seq := s.mu.seq.Load()
@@ -190,16 +223,16 @@ func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 			continue
 		}
 		if atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)) != 0 {
-			return peeked{}
+			return peeked{r: peekLocked}
 		}
 		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kl), vlen: int(vl), kw: kw, slot: slot, seq: seq}
 	}
 	if s.mu.seq.Load() != seq {
 		return peeked{}
 	}
-	r := rand.Uint32()
+	r := goroutineStripe()
 	if s.rlog != nil {
-		s.rlog.pushMiss(h, r>>4)
+		s.rlog.pushMiss(h, r>>8)
 	}
 	e.reads.count(false, r)
 	return peeked{r: peekMiss}
@@ -245,9 +278,9 @@ func (pk *peeked) markViewed() bool {
 
 // peekHit counts a validated hit and logs it for the policy.
 func (e *Engine) peekHit(s *shard, pk peeked) {
-	r := rand.Uint32()
+	r := goroutineStripe()
 	if pk.kw>>24&flagTracked != 0 && s.rlog != nil {
-		s.rlog.pushAccess(pk.slot, r>>4)
+		s.rlog.pushAccess(pk.slot, r>>8)
 	}
 	e.reads.count(true, r)
 }

@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"math/rand/v2"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tidekv/tide/evict"
 )
@@ -14,10 +14,14 @@ import (
 // shard's read lock). It records the event in the shard's readLog instead:
 // lossy, striped ring buffers that the next holder of the shard's
 // exclusive lock drains into the policy (shardMu.Lock), as otter and
-// Caffeine do (BP-Wrapper). A reader picks a stripe at random, claims a
-// slot with one compare-and-swap and drops the event if the stripe is full
-// or the CAS fails, so a read never waits and two cores rarely write the
-// same cache line. Hit and miss counts go to the engine's striped counters
+// Caffeine do (BP-Wrapper), every drainEvery-th lock, before the lock
+// makes the shard's sequence count odd (the drain changes no storage, so
+// optimistic readers need not wait for it). A reader picks its
+// goroutine's stripe (goroutineStripe), claims a slot with one
+// compare-and-swap and drops the event if the stripe is full or the CAS
+// fails, so a read never waits and two goroutines write the same line
+// only when their stripes collide. A full stripe costs a reader two loads
+// and no write. Hit and miss counts go to the engine's striped counters
 // (readCounts), exact and summed by Stats.
 
 const (
@@ -76,6 +80,7 @@ func (s *shard) drainReadsLocked() {
 	if l == nil || s.pol == nil {
 		return
 	}
+	s.flushPendingLocked()
 	for i := range l.access {
 		st := &l.access[i]
 		t := st.tail.Load()
@@ -98,16 +103,18 @@ func (s *shard) drainReadsLocked() {
 }
 
 // readCounts are the engine's hit and miss counters, striped so that
-// concurrent readers rarely write the same cache line: a read adds to a
-// random stripe, Stats sums them.
-type readCounts [16]struct {
+// concurrent readers rarely write the same cache line: a read adds to the
+// stripe of its goroutine (goroutineStripe), Stats sums them. Exact.
+type readCounts [countStripes]struct {
 	hits, misses atomic.Uint64
-	_            [48]byte
+	_            [64]byte // two stripes never share a line, however aligned
 }
+
+const countStripes = 64 // a power of two
 
 // count counts a read's hit or miss in stripe r.
 func (c *readCounts) count(hit bool, r uint32) {
-	st := &c[r&15]
+	st := &c[r&(countStripes-1)]
 	if hit {
 		st.hits.Add(1)
 	} else {
@@ -115,8 +122,23 @@ func (c *readCounts) count(hit bool, r uint32) {
 	}
 }
 
-// countRead counts a read's hit or miss in a random stripe.
-func (e *Engine) countRead(hit bool) { e.reads.count(hit, rand.Uint32()) }
+// countRead counts a read's hit or miss in its goroutine's stripe.
+func (e *Engine) countRead(hit bool) { e.reads.count(hit, goroutineStripe()) }
+
+// goroutineStripe returns a number that stays the same from call to call
+// of one goroutine at one call depth, and differs between goroutines: a
+// hash of the address of a variable on the caller's stack (each goroutine
+// has its own stack; the address changes only when the stack is moved to
+// grow). Readers that pick their counter and log stripes with it write
+// stripes of their own, so a line moves between cores only when two
+// goroutines' hashes collide or a goroutine moves to another core, where
+// a random pick (rand.Uint32) made every other increment of a two-core
+// reader take the line from the other core. The address is only hashed,
+// never turned back into a pointer.
+func goroutineStripe() uint32 {
+	var x byte
+	return uint32(uint64(uintptr(unsafe.Pointer(&x))) * 0x9e3779b97f4a7c15 >> 40)
+}
 
 // sum returns the hits and misses counted.
 func (c *readCounts) sum() (hits, misses uint64) {

@@ -49,6 +49,16 @@ import (
 // atomic word loads (loadValue), since a writer may overwrite it in place
 // (storeValue), and a View hands it out only once flagViewed is set.
 //
+// What readers and writers share, line by line: the shard struct starts
+// with the line optimistic readers read (the sequence count, pub, the
+// read log's pointer), and its RWMutex and every field a writer changes
+// follow at least 64 bytes later, so a writer at work does not take that
+// line from them; the sequence count is odd only while a writer may
+// change the arrays (policy work under the lock runs with it even). A
+// reader writes only lines of its own goroutine: its stripe of the
+// engine's hit/miss counters and of the shard's read log (see
+// goroutineStripe); a View also sets flagViewed once per record.
+//
 // A read is thus: hash, table word, ents word, record (header, key and
 // value are contiguous). Entries with a TTL also have an item (deadline,
 // slot) in the shard's expiry.Index, a B-tree of pointer-free items, filed

@@ -16,9 +16,18 @@ type shard struct {
 	// safe for concurrent use). Writers take it exclusively, which makes
 	// mu.seq odd for as long as they hold it. Reads of a key without a TTL
 	// do not take it at all (see peek); other reads take it shared.
-	mu      shardMu
-	pub     atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
-	rlog    *readLog                  // reads peek reports to pol; nil without a policy
+	//
+	// Layout: what an optimistic reader reads of the shard (mu.seq, pub,
+	// rlog) comes first, and rw and the fields writers change follow
+	// at least a cache line later, so that a writer at work in the shard
+	// (locking, appending to the arena, counting) does not take the line
+	// readers need from them; only seq itself moves, twice a write.
+	mu   shardMu
+	pub  atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
+	rlog *readLog                  // reads peek reports to pol; nil without a policy
+	_    [64]byte                  // the readers' line ends here
+	rw   sync.RWMutex              // mu's lock (see shardMu)
+
 	tab     table.Table
 	ents    []uint32 // slot → record offset + 1; 0 = free
 	free    []uint32 // free slots
@@ -56,6 +65,16 @@ type shard struct {
 
 	locks uint64 // exclusive locks taken (see lockedLocked)
 
+	// deferUpdate lets the next syncPolicyLocked of a written entry that
+	// stays tracked leave its policy Update in pending, for Unlock to make
+	// once the sequence count is even again (see shardMu). Set by a
+	// single-key write around its work, whose last policy call that is.
+	// Every other policy call under the exclusive lock makes the pending
+	// Update first (flushPendingLocked), so the policy sees the changes
+	// in the order they were made.
+	deferUpdate bool
+	pending     pendingUpdate
+
 	_ [64]byte // keep the next shard's lock off this shard's last line
 }
 
@@ -67,25 +86,36 @@ type shard struct {
 // by such readers to the eviction policy (lockedLocked); Unlock
 // publishes the shard's arrays if a writer replaced one (publishLocked).
 // RLock and RUnlock are the RWMutex's.
+//
+// seq is odd only while the storage may change: policy work that changes
+// none of it runs with the RWMutex held but seq even, so that optimistic
+// readers of the shard do not wait for it — Lock hands the logged reads
+// to the policy before it makes seq odd, and Unlock makes a write's
+// deferred policy Update (pendingUpdate) after it makes seq even. Both
+// read storage (ents, flags) without changing it: a reader validating
+// meanwhile reads a state no writer is changing.
+//
+// The RWMutex is the shard's field rw, a cache line away from seq (see
+// shard's layout), so that RLock and Lock, which write the mutex's state,
+// do not take seq's line from optimistic readers.
 type shardMu struct {
-	rw  sync.RWMutex
 	seq atomic.Uint64
 	s   *shard // the shard this lock guards; set once by New
 }
 
 func (m *shardMu) Lock() {
-	m.rw.Lock()
-	m.seq.Add(1)
+	m.s.rw.Lock()
 	m.s.lockedLocked()
+	m.seq.Add(1)
 }
 
 // TryLock is Lock if the lock is free.
 func (m *shardMu) TryLock() bool {
-	if !m.rw.TryLock() {
+	if !m.s.rw.TryLock() {
 		return false
 	}
-	m.seq.Add(1)
 	m.s.lockedLocked()
+	m.seq.Add(1)
 	return true
 }
 
@@ -103,13 +133,31 @@ func (s *shard) lockedLocked() {
 }
 
 func (m *shardMu) Unlock() {
-	m.s.publishLocked()
+	s := m.s
+	s.publishLocked()
 	m.seq.Add(1)
-	m.rw.Unlock()
+	s.flushPendingLocked()
+	s.rw.Unlock()
 }
 
-func (m *shardMu) RLock()   { m.rw.RLock() }
-func (m *shardMu) RUnlock() { m.rw.RUnlock() }
+// pendingUpdate is a policy Update a write deferred (see deferUpdate).
+type pendingUpdate struct {
+	ok bool
+	h  evict.Handle
+	e  evict.Entry
+}
+
+// flushPendingLocked makes the deferred policy Update, if any. It changes
+// nothing an optimistic reader reads.
+func (s *shard) flushPendingLocked() {
+	if s.pending.ok {
+		s.pending.ok = false
+		s.pol.Update(s.pending.h, s.pending.e)
+	}
+}
+
+func (m *shardMu) RLock()   { m.s.rw.RLock() }
+func (m *shardMu) RUnlock() { m.s.rw.RUnlock() }
 
 // storeView is what an optimistic reader needs of a shard's storage: the
 // table's words and the ents and arena arrays up to their capacity. It is
@@ -310,6 +358,9 @@ func (s *shard) syncPolicyLocked(en entry, hash uint64, oldSize int64, written b
 	if s.pol == nil {
 		return
 	}
+	s.flushPendingLocked() // the policy sees changes in order
+	deferred := s.deferUpdate
+	s.deferUpdate = false
 	was := en.flags()&flagTracked != 0
 	now := s.trackableLocked(en)
 	if now && hash == 0 {
@@ -326,7 +377,12 @@ func (s *shard) syncPolicyLocked(en entry, hash uint64, oldSize int64, written b
 		s.addEvictableLocked(en.size())
 		en.setFlags(en.flags() | flagTracked)
 	case was && now && (written || oldSize != en.size()):
-		s.pol.Update(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()})
+		u := evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()}
+		if deferred {
+			s.pending = pendingUpdate{ok: true, h: h, e: u}
+		} else {
+			s.pol.Update(h, u)
+		}
 		s.addEvictableLocked(en.size() - oldSize)
 	}
 }
@@ -348,6 +404,7 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	s.tab.Delete(table.Tag(hash), slot)
 	hadTTL := en.deadline() != 0
 	if en.flags()&flagTracked != 0 {
+		s.flushPendingLocked()
 		s.pol.Remove(evict.Handle(slot))
 		s.addEvictableLocked(-en.size())
 	}

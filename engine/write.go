@@ -43,7 +43,9 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 	s, h := e.shardFor(key)
 	var op locked
 	for op.lock(e, s) {
+		s.deferUpdate = true // the write's last policy call; Unlock makes it
 		version, ok, err = s.setLocked(key, h, value, o, op.now, &op.r, op.events())
+		s.deferUpdate = false
 		err = op.unlock(err)
 	}
 	return version, ok, err

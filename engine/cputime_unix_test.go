@@ -1,0 +1,15 @@
+//go:build unix
+
+package engine
+
+import "syscall"
+
+// processCPU is the process's user + system CPU time so far, in ns, and
+// whether the platform reports it.
+func processCPU() (int64, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano(), true
+}
