@@ -60,14 +60,19 @@ optimistic:
 // sub-slice) after it returns: the engine reclaims that memory. To keep
 // the value, copy it (or use Get or AppendGet).
 //
-// The bytes are safe to read for the whole of fn because View marks the
-// record (flagViewed) before it calls fn: a marked record's value is never
-// overwritten in place (an overwrite writes a new record), and an arena's
-// bytes are never reused for another record, only replaced by a new arena
-// (see record.go). The cost of the mark: one compare-and-swap on the
-// record's header the first time a record is viewed.
+// The bytes are safe to read for the whole of fn because View counts
+// itself in the shard's viewCounts before it looks the key up and until fn
+// returns, and marks the record (flagViewed) before it calls fn: a marked
+// record's value is not overwritten in place while any View of the shard
+// is in progress (an overwrite writes a new record), and an arena's bytes
+// are never reused for another record, only replaced by a new arena (see
+// record.go). The cost: two atomic adds on a line of the calling
+// goroutine's own, and one compare-and-swap on the record's header the
+// first time a record is viewed after a write.
 func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
+	vc := s.views.enter()
+	defer vc.Add(-1)
 optimistic:
 	for range peekTries {
 		switch pk := e.peek(s, key, h); pk.r {

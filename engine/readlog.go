@@ -148,3 +148,49 @@ func (c *readCounts) sum() (hits, misses uint64) {
 	}
 	return hits, misses
 }
+
+// viewCounts counts a shard's Views in progress, so that a writer can tell
+// whether a record a View marked (flagViewed) may still be read in place.
+// A View adds 1 to its goroutine's stripe (goroutineStripe) before it
+// looks the key up and subtracts it after fn returns; a writer, holding
+// the exclusive lock, overwrites a marked record in place only if every
+// stripe is 0 (none), else it appends a new record.
+//
+// Why that is safe, in the non-atomic pseudocode of the two sides (every
+// step an atomic operation, sequentially consistent as sync/atomic's are):
+//
+//	View:   views[i]++; seq0 = seq; (find, mark, check seq == seq0); fn(value); views[i]--
+//	writer: seq++ (odd, in Lock); if sum(views) == 0 { overwrite in place }
+//
+// If the writer read a stripe as 0, the View's increment comes after the
+// writer's seq++ in the order of all atomic operations, so the View's first
+// read of seq sees the writer's odd count (or a later one), and the View
+// hands out nothing it read before the write: it validates against a count
+// that stays the same only while no writer works. Otherwise the writer saw
+// the View and appends. A View's fn that writes the key it views (allowed)
+// sees its own count and appends too. Memory: 512 bytes a shard.
+type viewCounts [viewStripes]struct {
+	n atomic.Int64
+	_ [56]byte // one line a stripe
+}
+
+const viewStripes = 8 // a power of two
+
+// enter counts a View in its goroutine's stripe and returns the counter
+// to subtract from when the View ends.
+func (v *viewCounts) enter() *atomic.Int64 {
+	c := &v[goroutineStripe()&(viewStripes-1)].n
+	c.Add(1)
+	return c
+}
+
+// none reports whether no View of the shard is in progress. The caller
+// holds the shard's exclusive lock (so the sequence count is odd).
+func (v *viewCounts) none() bool {
+	for i := range v {
+		if v[i].n.Load() != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -16,8 +16,9 @@ import (
 //     deadline, value length, key length and flags) followed by the key and
 //     the value, each padded to 8 bytes. Writes append. An overwrite whose
 //     value fits the old one's padded length is done in place, with atomic
-//     word stores, unless a View may be reading the old value in place
-//     (flagViewed): then it appends a new record, and the old record's
+//     word stores, unless a View may be reading the old value in place (a
+//     View marked it, flagViewed, and a View of the shard is in progress,
+//     viewCounts): then it appends a new record, and the old record's
 //     bytes are never written again. An arena's bytes are never reused for
 //     another record: when an append does not fit, the arena moves into a
 //     new array 25% larger, bytes and offsets as they are (doubling while
@@ -78,8 +79,10 @@ const (
 	flagPinned  = 1 << iota // never evicted
 	flagTracked             // known to the eviction policy
 	// flagViewed: a View may be reading the value in place, so the record
-	// must not be overwritten in place (an overwrite appends a new record
-	// instead). Set by View; not carried over by an arena rebuild.
+	// must not be overwritten in place while a View of the shard is in
+	// progress (an overwrite appends a new record instead; see
+	// viewCounts). Set by View; cleared by an in-place overwrite; not
+	// carried over by an arena rebuild.
 	flagViewed
 )
 

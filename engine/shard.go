@@ -25,8 +25,11 @@ type shard struct {
 	mu   shardMu
 	pub  atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
 	rlog *readLog                  // reads peek reports to pol; nil without a policy
-	_    [64]byte                  // the readers' line ends here
-	rw   sync.RWMutex              // mu's lock (see shardMu)
+	// views counts the Views of the shard whose fn may be running (see
+	// viewCounts); set once by New.
+	views *viewCounts
+	_     [64]byte     // the readers' line ends here
+	rw    sync.RWMutex // mu's lock (see shardMu)
 
 	tab     table.Table
 	ents    []uint32 // slot → record offset + 1; 0 = free

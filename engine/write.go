@@ -177,18 +177,22 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
-		if pad8(len(value)) <= pad8(int(en.vlen())) && en.flags()&flagViewed == 0 {
+		if pad8(len(value)) <= pad8(int(en.vlen())) && (en.flags()&flagViewed == 0 || s.views.none()) {
 			// In place, a word at a time with atomic stores: an
 			// optimistic reader copying the old value races with
 			// nothing and discards its copy (the sequence count moved).
+			// A record a View marked is overwritten only when no View
+			// of the shard is in progress (see viewCounts), and loses
+			// its mark.
 			oldRec := en.recLen()
 			storeValue(s.arena, valueAt(en.off, en.klen()), value)
 			en.setVlen(uint32(len(value)))
+			en.setFlags(en.flags() &^ flagViewed)
 			s.garbage += oldRec - en.recLen()
 		} else {
 			// A new record: the old one may be read in place by a View
-			// (flagViewed), whose bytes must not change under it, or is
-			// too short. The allocation may rebuild the arena, so take
+			// in progress (flagViewed), whose bytes must not change
+			// under it, or is too short. The allocation may rebuild the arena, so take
 			// the old header from wherever it is afterwards. The record
 			// is complete before ents points to it.
 			off := s.allocLocked(recSize(len(key), len(value)))
