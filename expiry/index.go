@@ -109,7 +109,8 @@ const degree = 16
 // Remove descend the tree (O(log(n/63))) and move at most half a chunk; an
 // Add to a full chunk splits it, except one after its last item, which
 // starts a new chunk (deadlines mostly arrive in increasing order, so
-// chunks stay full).
+// chunks stay full), and a Remove that leaves a chunk under a quarter full
+// merges it with a neighbour if they fit in one.
 //
 // Chunks hold no pointers, so the garbage collector scans only the tree's
 // nodes, about one per 16–60 chunks. The zero value is not usable; call
@@ -222,10 +223,53 @@ func (x *Index) Remove(it Item) bool {
 	}
 	r.c.removeAt(i)
 	x.n--
-	if r.c.len() == 0 {
+	switch {
+	case r.c.len() == 0:
 		x.drop(r)
+	case r.c.len() < chunkCap/4:
+		x.mergeNeighbour(r)
 	}
 	return true
+}
+
+// mergeNeighbour merges the chunk of r with the next or else the previous
+// chunk if their items fit in one, so that removals cannot leave the index
+// with many nearly empty chunks.
+func (x *Index) mergeNeighbour(r ref) {
+	var next, prev ref
+	x.t.AscendGreaterOrEqual(r, func(q ref) bool {
+		if q.c == r.c {
+			return true
+		}
+		next = q
+		return false
+	})
+	if next.c != nil && r.c.len()+next.c.len() <= chunkCap {
+		x.merge(r, next)
+		return
+	}
+	x.t.DescendLessOrEqual(r, func(q ref) bool {
+		if q.c == r.c {
+			return true
+		}
+		prev = q
+		return false
+	})
+	if prev.c != nil && prev.c.len()+r.c.len() <= chunkCap {
+		x.merge(prev, r)
+	}
+}
+
+// merge appends the items of b's chunk to a's, which precedes it, and
+// takes b out of the tree.
+func (x *Index) merge(a, b ref) {
+	c := a.c
+	n := copy(c.items[:], c.live())
+	n += copy(c.items[n:], b.c.live())
+	c.head, c.tail = 0, n
+	x.t.Delete(b)
+	x.front = nil
+	x.spare = b.c
 }
 
 // Len returns the number of items.

@@ -140,3 +140,35 @@ func TestIndexAddBeforeEveryItemIntoAFullFirstChunk(t *testing.T) {
 		t.Fatalf("Len %d with %d chunks after popping everything", x.Len(), x.t.Len())
 	}
 }
+
+// TestIndexRemovalsDoNotLeaveSparseChunks guards the index's memory under
+// removals: removing most items, in any order, must merge the chunks they
+// leave nearly empty instead of keeping a 1 KiB chunk per few items.
+func TestIndexRemovalsDoNotLeaveSparseChunks(t *testing.T) {
+	for _, keepEvery := range []int{2, 7, 20, 63} {
+		x := NewIndex()
+		const n = 100 * chunkCap
+		for i := range n {
+			x.Add(Item{Deadline: int64(i)})
+		}
+		for i := n - 1; i >= 0; i-- { // from the back, then the front
+			if i%keepEvery != 0 && i%2 == 0 {
+				x.Remove(Item{Deadline: int64(i)})
+			}
+		}
+		for i := range n {
+			if i%keepEvery != 0 && i%2 == 1 {
+				x.Remove(Item{Deadline: int64(i)})
+			}
+		}
+		if err := x.Check(); err != nil {
+			t.Fatal(err)
+		}
+		if want := (n+keepEvery-1)/keepEvery; x.Len() != want {
+			t.Fatalf("keep every %d: Len %d want %d", keepEvery, x.Len(), want)
+		}
+		if limit := x.Len()/(chunkCap/8) + 1; x.t.Len() > limit {
+			t.Fatalf("keep every %d: %d items in %d chunks, want at most %d chunks", keepEvery, x.Len(), x.t.Len(), limit)
+		}
+	}
+}
