@@ -164,7 +164,7 @@ func TestIndexRemovalsDoNotLeaveSparseChunks(t *testing.T) {
 		if err := x.Check(); err != nil {
 			t.Fatal(err)
 		}
-		if want := (n+keepEvery-1)/keepEvery; x.Len() != want {
+		if want := (n + keepEvery - 1) / keepEvery; x.Len() != want {
 			t.Fatalf("keep every %d: Len %d want %d", keepEvery, x.Len(), want)
 		}
 		if limit := x.Len()/(chunkCap/8) + 1; x.t.Len() > limit {
