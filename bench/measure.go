@@ -189,68 +189,113 @@ type ExpireCostResult struct {
 	Resident int       `json:"resident"` // not-yet-due entries present
 	Ms       []float64 `json:"ms"`
 	MedianMs float64   `json:"median_ms"`
-	Method   string    `json:"method"`
+	// CPUMs is the process's CPU time during each pass (GC workers
+	// included): on a shared machine, wall time also counts the time other
+	// processes held the CPU.
+	CPUMs       []float64 `json:"cpu_ms,omitempty"`
+	MedianCPUMs float64   `json:"median_cpu_ms,omitempty"`
+	Method      string    `json:"method"`
 }
 
 // Expirer runs a peer's explicit expiry pass until no due entry is left, or
 // reports that the peer has none.
 type Expirer func(c Cache) (method string, ok bool)
 
-// MeasureExpireCost times the removal of due entries of a fresh cache that
-// also holds resident entries with a 1 h TTL, reps times (a fresh cache
-// each), using the peer's explicit expiry pass.
+// MeasureExpireCostPair measures the growth the project's target is about:
+// the time of the peer's explicit expiry pass removing due entries of a
+// fresh cache alone (no other entry resident) and beside resident entries
+// with a 1 h TTL, reps times each (a fresh cache each), alternating between
+// the two cases so that a change in the machine's load during the run
+// affects both alike. The growth is loaded.MedianMs ÷ alone.MedianMs.
 //
 // settle is how long to wait after the due keys' TTL (otter's timer wheel
 // processes its finest, ~1.07 s bucket only once all of it is due).
-func MeasureExpireCost(p Peer, due, resident, reps int, settle time.Duration) (ExpireCostResult, error) {
-	r := ExpireCostResult{Peer: p.Name, Due: due, Resident: resident}
+func MeasureExpireCostPair(p Peer, due, resident, reps int, settle time.Duration) (alone, loaded ExpireCostResult, err error) {
+	alone = ExpireCostResult{Peer: p.Name, Due: due}
+	loaded = ExpireCostResult{Peer: p.Name, Due: due, Resident: resident}
+	if err := probeExpireCost(p); err != nil {
+		return alone, loaded, err
+	}
+	for rep := 0; rep < reps; rep++ {
+		for _, r := range []*ExpireCostResult{&alone, &loaded} {
+			if err := expireCostRep(p, r, settle); err != nil {
+				return alone, loaded, err
+			}
+		}
+	}
+	alone.finish()
+	loaded.finish()
+	return alone, loaded, nil
+}
+
+func probeExpireCost(p Peer) error {
 	probe := newForExpireCost(p, 16)
 	_, ok := ExpireNow(probe)
 	probe.Close()
 	if !ok {
-		return r, fmt.Errorf("%s has no explicit expiry pass", p.Name)
+		return fmt.Errorf("%s has no explicit expiry pass", p.Name)
 	}
-	tmpl := Value(3)
-	for rep := 0; rep < reps; rep++ {
-		c := newForExpireCost(p, due+resident)
-		for i := 0; i < resident; i++ {
-			k, v := Fresh('r', i, tmpl)
-			c.SetTTL(k, v, time.Hour+time.Duration(i)*time.Millisecond)
-		}
-		c.Flush()
-		const ttl = 500 * time.Millisecond
-		start := time.Now()
-		for i := 0; i < due; i++ {
-			k, v := Fresh('d', i, tmpl)
-			c.SetTTL(k, v, ttl+time.Duration(i)*time.Microsecond)
-		}
-		c.Flush()
-		if time.Since(start) > ttl {
-			return r, fmt.Errorf("%s: inserting %d due keys took %v, longer than their TTL", p.Name, due, time.Since(start))
-		}
-		time.Sleep(time.Until(start.Add(ttl + time.Duration(due)*time.Microsecond + settle)))
-		runtime.GC()
-		before := c.Len()
-		if before >= 0 && before != due+resident {
-			c.Close()
-			return r, fmt.Errorf("%s: %d entries resident before the pass, want %d (expired in the background first)", p.Name, before, due+resident)
-		}
-		t := time.Now()
-		method, ok := ExpireNow(c)
-		el := time.Since(t)
-		if !ok {
-			c.Close()
-			return r, fmt.Errorf("%s has no explicit expiry pass", p.Name)
-		}
-		r.Method = method
-		if after := c.Len(); after >= 0 && before-after != due {
-			c.Close()
-			return r, fmt.Errorf("%s: expiry removed %d entries, want %d", p.Name, before-after, due)
-		}
-		r.Ms = append(r.Ms, float64(el.Microseconds())/1000)
-		c.Close()
-		runtime.GC()
-	}
+	return nil
+}
+
+func (r *ExpireCostResult) finish() {
 	r.MedianMs = Median(slices.Clone(r.Ms))
-	return r, nil
+	if len(r.CPUMs) > 0 {
+		r.MedianCPUMs = Median(slices.Clone(r.CPUMs))
+	}
+}
+
+// expireCostRep is one repetition of MeasureExpireCostPair: a fresh cache with
+// r.Resident entries due in 1 h (+1 ms each) and then r.Due entries due in
+// 500 ms (+1 µs each), a wait until all of those are due (and settle more),
+// runtime.GC, and the timed pass, appended to r.
+func expireCostRep(p Peer, r *ExpireCostResult, settle time.Duration) error {
+	c := newForExpireCost(p, r.Due+r.Resident)
+	err := expireCostPass(p, c, r, settle)
+	c.Close()
+	runtime.GC()
+	return err
+}
+
+func expireCostPass(p Peer, c Cache, r *ExpireCostResult, settle time.Duration) error {
+	due, resident := r.Due, r.Resident
+	tmpl := Value(3)
+	for i := 0; i < resident; i++ {
+		k, v := Fresh('r', i, tmpl)
+		c.SetTTL(k, v, time.Hour+time.Duration(i)*time.Millisecond)
+	}
+	c.Flush()
+	const ttl = 500 * time.Millisecond
+	start := time.Now()
+	for i := 0; i < due; i++ {
+		k, v := Fresh('d', i, tmpl)
+		c.SetTTL(k, v, ttl+time.Duration(i)*time.Microsecond)
+	}
+	c.Flush()
+	if time.Since(start) > ttl {
+		return fmt.Errorf("%s: inserting %d due keys took %v, longer than their TTL", p.Name, due, time.Since(start))
+	}
+	time.Sleep(time.Until(start.Add(ttl + time.Duration(due)*time.Microsecond + settle)))
+	runtime.GC()
+	before := c.Len()
+	if before >= 0 && before != due+resident {
+		return fmt.Errorf("%s: %d entries resident before the pass, want %d (expired in the background first)", p.Name, before, due+resident)
+	}
+	cpu := cpuNanos()
+	t := time.Now()
+	method, ok := ExpireNow(c)
+	el := time.Since(t)
+	cpu = cpuNanos() - cpu
+	if !ok {
+		return fmt.Errorf("%s has no explicit expiry pass", p.Name)
+	}
+	r.Method = method
+	if after := c.Len(); after >= 0 && before-after != due {
+		return fmt.Errorf("%s: expiry removed %d entries, want %d", p.Name, before-after, due)
+	}
+	r.Ms = append(r.Ms, float64(el.Microseconds())/1000)
+	if cpu > 0 {
+		r.CPUMs = append(r.CPUMs, float64(cpu/1000)/1000)
+	}
+	return nil
 }

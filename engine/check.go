@@ -102,6 +102,9 @@ func (s *shard) checkLocked() error {
 	if tabErr != nil {
 		return tabErr
 	}
+	if err := s.idx.Check(); err != nil {
+		return err
+	}
 	// The earliest index item per slot; the invariant is that every live
 	// entry with a deadline has one at or before its deadline.
 	idxItems := make(map[uint32]int64, s.idx.Len())

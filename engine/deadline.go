@@ -80,10 +80,15 @@ const reclaimBatch = 64
 //
 // Due entries are usually cold (nobody has read them for a TTL), so each
 // costs a few cache misses: its slot word, its record, its table word. The
-// items are therefore popped in batches, and each batch's slot words, then
-// records and table words, are loaded in loops of independent loads before
-// any entry is removed, so that the CPU overlaps the misses instead of
-// taking them one after another.
+// table word is the one whose cost grows with the shard: due entries were
+// written over time, so their records and slots lie close together, but
+// their table words are spread over a table sized for every resident
+// entry, one miss each. The items are therefore popped in batches, and
+// each batch's slot words, records and table words are loaded stage by
+// stage, each stage a tight loop of independent loads (the table words
+// once the records have given the hashes), before any entry is removed:
+// the CPU overlaps a stage's misses instead of taking them one after
+// another.
 func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more bool) {
 	var batch [reclaimBatch]expiry.Item
 	var hashes [reclaimBatch]uint64
@@ -105,13 +110,32 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 		for _, it := range batch[:k] {
 			sink += uint64(s.ents[it.Slot])
 		}
+		// The header and the key's last byte (its line may follow the
+		// header's); an empty key is not read: a bare header may end the
+		// arena.
+		for _, it := range batch[:k] {
+			if o := s.ents[it.Slot]; o != 0 {
+				en := entry{s, it.Slot, o - 1}
+				sink += uint64(en.deadline())
+				if kl := en.klen(); kl > 0 {
+					sink += uint64(s.arena[en.off+hdrSize+kl-1])
+				}
+			}
+		}
 		for i, it := range batch[:k] {
 			hashes[i] = 0
 			if o := s.ents[it.Slot]; o != 0 {
 				if en := (entry{s, it.Slot, o - 1}); en.deadline() == it.Deadline {
 					hashes[i] = s.hash(en.key())
-					sink += s.tab.Touch(table.Tag(hashes[i]))
 				}
+			}
+		}
+		// A table word and the next line's: a deletion shifts back the
+		// rest of the word's cluster, which may run into it.
+		if w := s.tab.Words(); len(w) > 0 {
+			for _, h := range hashes[:k] {
+				i := table.Home(w, table.Tag(h))
+				sink += w[i] + w[(i+8)&(len(w)-1)]
 			}
 		}
 		s.sink = sink

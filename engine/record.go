@@ -62,8 +62,8 @@ import (
 //
 // A read is thus: hash, table word, ents word, record (header, key and
 // value are contiguous). Entries with a TTL also have an item (deadline,
-// slot) in the shard's expiry.Index, a B-tree of pointer-free items, filed
-// lazily (see setDeadlineLocked).
+// slot) in the shard's expiry.Index, a B+-tree whose leaves are
+// pointer-free runs of items, filed lazily (see setDeadlineLocked).
 //
 // Byte accounting is by construction: an entry accounts len(key) +
 // len(value) + EntryOverhead, and the shard's total is the sum over its

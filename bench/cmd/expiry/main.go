@@ -8,7 +8,9 @@
 //
 //   - with -cost: the time of an explicit expiry pass removing -due due
 //     keys, with 0 and with -resident not-yet-due keys present (median of
-//     -reps), for the peers that have such a pass.
+//     -reps, a fresh cache each, the two cases alternating; wall and
+//     process CPU time), for the peers that have such a pass. The ratio
+//     (loaded ÷ alone, by wall time) is what tide's target bounds (≤ 2).
 //
 //     go run ./cmd/expiry -peer all -out results/expiry.json
 //     go run ./cmd/expiry -peer all -cost -out results/expirecost.json
@@ -30,7 +32,9 @@ type costPair struct {
 	Alone  bench.ExpireCostResult `json:"alone"`
 	Loaded bench.ExpireCostResult `json:"loaded"`
 	Ratio  float64                `json:"ratio"`
-	Err    string                 `json:"err,omitempty"`
+	// CPURatio is the ratio of the passes' median CPU times.
+	CPURatio float64 `json:"cpu_ratio,omitempty"`
+	Err      string  `json:"err,omitempty"`
 }
 
 func main() {
@@ -51,13 +55,14 @@ func main() {
 		var v any
 		if *cost {
 			cp := costPair{Peer: p.Name}
-			a, err := bench.MeasureExpireCost(p, *due, 0, *reps, *settle)
+			a, l, err := bench.MeasureExpireCostPair(p, *due, *resident, *reps, *settle)
 			if err == nil {
-				var l bench.ExpireCostResult
-				l, err = bench.MeasureExpireCost(p, *due, *resident, *reps, *settle)
 				cp.Alone, cp.Loaded, cp.Method = a, l, a.Method
 				if a.MedianMs > 0 {
 					cp.Ratio = l.MedianMs / a.MedianMs
+				}
+				if a.MedianCPUMs > 0 {
+					cp.CPURatio = l.MedianCPUMs / a.MedianCPUMs
 				}
 			}
 			if err != nil {
@@ -85,7 +90,7 @@ func main() {
 	var res any
 	if *cost {
 		var rs []costPair
-		fmt.Printf("| peer | method | %d due alone, ms | with %d not yet due, ms | ratio |\n|---|---|---|---|---|\n", *due, *resident)
+		fmt.Printf("| peer | method | %d due alone, ms | with %d not yet due, ms | ratio | CPU ms alone | CPU ms with | CPU ratio |\n|---|---|---|---|---|---|---|---|\n", *due, *resident)
 		for _, l := range lines {
 			var r costPair
 			if json.Unmarshal(l, &r) != nil {
@@ -93,10 +98,10 @@ func main() {
 			}
 			rs = append(rs, r)
 			if r.Err != "" {
-				fmt.Printf("| %s | n/a: %s | | | |\n", r.Peer, r.Err)
+				fmt.Printf("| %s | n/a: %s | | | | | | |\n", r.Peer, r.Err)
 				continue
 			}
-			fmt.Printf("| %s | %s | %.2f | %.2f | %.2f× |\n", r.Peer, r.Method, r.Alone.MedianMs, r.Loaded.MedianMs, r.Ratio)
+			fmt.Printf("| %s | %s | %.2f | %.2f | %.2f× | %.2f | %.2f | %.2f× |\n", r.Peer, r.Method, r.Alone.MedianMs, r.Loaded.MedianMs, r.Ratio, r.Alone.MedianCPUMs, r.Loaded.MedianCPUMs, r.CPURatio)
 		}
 		res = rs
 	} else {
