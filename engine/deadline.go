@@ -32,6 +32,7 @@ func (s *shard) setDeadlineLocked(en entry, d int64) {
 	}
 	en.setDeadlineField(d)
 	if s.deadlines != nil && en.flags()&flagTracked != 0 {
+		s.flushPendingLocked() // the policy sees changes in order
 		s.deadlines.SetDeadline(evict.Handle(en.slot), d)
 	}
 	if d != 0 && (old == 0 || d < old) {

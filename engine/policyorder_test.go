@@ -2,9 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidekv/tide/evict"
 )
@@ -141,4 +143,60 @@ func TestPolicyCallsStaySerialUnderConcurrentWrites(t *testing.T) {
 		t.Fatalf("no eviction ran: the test does not exercise victims (stats %+v)", st)
 	}
 	mustCheck(t, e)
+}
+
+// deadlineRecorder records the order of a deadline-ordered policy's
+// Update and SetDeadline calls.
+type deadlineRecorder struct {
+	evict.Policy
+	calls []string
+}
+
+func (p *deadlineRecorder) Update(h evict.Handle, e evict.Entry) {
+	p.calls = append(p.calls, fmt.Sprintf("update %d deadline %d", h, e.Deadline))
+	p.Policy.Update(h, e)
+}
+
+func (p *deadlineRecorder) SetDeadline(h evict.Handle, d int64) {
+	p.calls = append(p.calls, fmt.Sprintf("setdeadline %d %d", h, d))
+	p.Policy.(evict.DeadlineSetter).SetDeadline(h, d)
+}
+
+// A write's deferred policy Update reaches the policy before any later
+// policy call of the same lock hold, SetDeadline included: a
+// deadline-ordered policy told a new deadline and then the write's stale
+// one would order the entry by the stale one.
+func TestDeferredUpdatePrecedesALaterDeadlineChange(t *testing.T) {
+	var p *deadlineRecorder
+	spec := evict.Spec{Name: "deadline-recorder", Volatile: true, New: func(n int64) evict.Policy {
+		p = &deadlineRecorder{Policy: evict.VolatileTTL.New(n)}
+		return p
+	}}
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: spec})
+	if _, err := e.SetTTL("k", []byte("v"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	s, h := e.shardFor("k")
+	s.mu.Lock()
+	slot, ok := s.findLocked("k", h)
+	if !ok {
+		s.mu.Unlock()
+		t.Fatal("k not found")
+	}
+	en := s.at(slot)
+	d1 := en.deadline()
+	p.calls = nil
+	s.deferUpdate = true // as a single-key write leaves it
+	s.syncPolicyLocked(en, h, en.size(), true)
+	s.deferUpdate = false
+	s.setDeadlineLocked(en, d1+1)
+	calls := slices.Clone(p.calls)
+	s.mu.Unlock()
+	want := []string{
+		fmt.Sprintf("update %d deadline %d", slot, d1),
+		fmt.Sprintf("setdeadline %d %d", slot, d1+1),
+	}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("policy calls under the lock: %q, want %q", calls, want)
+	}
 }
