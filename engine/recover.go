@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tidekv/tide/internal/aof"
@@ -150,7 +151,15 @@ func (e *Engine) evictToFit() (int, error) {
 // by MaxBytes: the live data set streams in without a single arena move.
 // Capacity the replay does not use costs address space, not memory, until
 // trimLocked gives it back.
+//
+// Not on 32-bit platforms: there, reserving address space for a base that
+// then fails its read (a damaged file whose end frame happens to be
+// intact) could exhaust the address space instead of returning
+// ErrLogCorrupt.
 func (e *Engine) presize(n int64) {
+	if math.MaxInt == math.MaxInt32 {
+		return
+	}
 	if e.b != nil {
 		n = min(n, e.b.max)
 	}
