@@ -7,7 +7,9 @@ import "sync"
 // "Cache Modeling and Optimization using Miniature Simulations", USENIX
 // ATC 2017; Einziger, Eytan, Friedman and Manes, "Adaptive Software Cache
 // Management", Middleware 2018, which evaluates it for W-TinyLFU). It is
-// the recommended policy for caches.
+// the candidate to become the recommended policy for caches (TinyLFU is
+// today's: see bench/HITRATIO.md for the rows where Adaptive still falls
+// below otter or S3-FIFO).
 //
 // Algorithm. The resident entries are managed as by TinyLFU: an LRU
 // admission window in front of a segmented-LRU main region (probation and
