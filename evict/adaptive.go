@@ -38,10 +38,18 @@ import "sync"
 // miniature caches are full; every period (about one cache turnover of
 // references) each score is halved and gains the period's hits.
 //
-// A configuration replaces the current one only when its score leads by
-// adaptiveMargin (a point of hit ratio) in adaptiveLeads evaluations in a
-// row, as switching costs hits: the real cache then moves its window
-// boundary and admission rule, and its contents migrate as it runs.
+// Switching costs hits (the real cache's contents were chosen by the old
+// configuration), so a challenger must earn it: after adaptiveWarmup
+// evaluations (the scores right after the caches fill mislead), each
+// challenger accumulates its lead over the current configuration, in
+// points of hit ratio, less adaptiveDrift per evaluation, and never below
+// zero (a CUSUM test); it replaces the current configuration when that sum
+// reaches adaptiveSwitch, or adaptiveSwitchRule if it has the other
+// admission rule (a switch between the rules replaces most of the
+// contents, and a phase where the other rule leads is often short). A
+// large lead thus switches in one evaluation, a lead of a point in about
+// sixteen. On a switch the real cache moves its window boundary and
+// admission rule, and its contents migrate as it runs.
 //
 // Read hits reach the policy through a lossy buffer (hitBuffer) that, when
 // full, Access replays itself if no other reader is doing so, rather than
@@ -155,13 +163,21 @@ const (
 	adaptiveGhost = 4096
 	// adaptiveDecay weighs the previous periods' hits in a score.
 	adaptiveDecay = 0.5
-	// adaptiveMargin is the lead a challenger needs over the current
-	// configuration, as a share of the references a score covers (two
-	// periods): a point of hit ratio.
-	adaptiveMargin = 0.01
-	// adaptiveLeads is how many evaluations in a row a challenger must
-	// lead by adaptiveMargin to replace the current configuration.
-	adaptiveLeads = 4
+	// adaptiveWarmup is how many evaluations after the miniature caches
+	// fill only score: right after the fill, a configuration can lead for
+	// a period and then fall far behind.
+	adaptiveWarmup = 2
+	// adaptiveDrift is the lead, as a share of the references a score
+	// covers (two periods), that a challenger must exceed in an evaluation
+	// to add to its evidence.
+	adaptiveDrift = 0.005
+	// adaptiveSwitch is the evidence (summed leads less drift, as shares)
+	// with which a challenger with the current admission rule replaces the
+	// current configuration.
+	adaptiveSwitch = 0.08
+	// adaptiveSwitchRule is the evidence a challenger with the other
+	// admission rule needs.
+	adaptiveSwitchRule = 0.3
 )
 
 // config is one candidate setting of the W-TinyLFU structure.
@@ -182,8 +198,7 @@ type miniSims struct {
 	cur     int    // index of the configuration the real cache runs
 	limit   uint64 // a hash is sampled iff its mixed top 32 bits are < limit
 	full    bool   // the miniature caches have filled: scoring has begun
-	lead    int    // the challenger that led at the last evaluation, or -1
-	leads   int    // evaluations in a row lead has led
+	evals   int    // evaluations since the miniature caches filled
 	refs    int    // sampled references this period
 	period  int
 	ready   bool
@@ -191,12 +206,13 @@ type miniSims struct {
 
 // miniSim is one miniature cache: a W-TinyLFU over hashes, in entries.
 type miniSim struct {
-	p     *tinyLFUPolicy
-	m     map[uint64]Handle
-	free  []Handle
-	cap   int
-	hits  int
-	score float64
+	p        *tinyLFUPolicy
+	m        map[uint64]Handle
+	free     []Handle
+	cap      int
+	hits     int
+	score    float64
+	evidence float64 // summed leads over the current configuration, less drift
 }
 
 func newAdaptive(shardBytes int64, configs []config) *adaptivePolicy {
@@ -241,7 +257,6 @@ func (s *miniSims) start(est int) {
 		g.setMaximum(int64(gcap))
 		s.sims[i] = miniSim{p: g, m: make(map[uint64]Handle, gcap), cap: gcap}
 	}
-	s.lead = -1
 	s.ready = true
 }
 
@@ -276,33 +291,50 @@ func (s *miniSims) observe(p *tinyLFUPolicy, hash uint64) {
 		return
 	}
 	s.refs = 0
-	best := s.cur
 	for i := range s.sims {
 		g := &s.sims[i]
 		g.score = g.score*adaptiveDecay + float64(g.hits)
 		g.hits = 0
-		if g.score > s.sims[best].score {
+	}
+	if best := s.choose(); best >= 0 {
+		s.cur = best
+		p.applyConfig(s.configs[best])
+	}
+}
+
+// choose runs one evaluation of the scores and returns the configuration
+// to switch to, or -1 to stay. Each challenger sums its leads over the
+// current configuration, less adaptiveDrift, never below zero (CUSUM); of
+// those whose sum reached their threshold the one with the most evidence
+// wins, and every sum starts over.
+func (s *miniSims) choose() int {
+	if s.evals++; s.evals <= adaptiveWarmup {
+		return -1
+	}
+	cur := s.sims[s.cur].score
+	best := -1
+	for i := range s.sims {
+		g := &s.sims[i]
+		if i == s.cur {
+			g.evidence = 0
+			continue
+		}
+		lead := (g.score - cur) / (2 * float64(s.period))
+		g.evidence = max(0, g.evidence+lead-adaptiveDrift)
+		need := adaptiveSwitch
+		if s.configs[i].seen != s.configs[s.cur].seen {
+			need = adaptiveSwitchRule
+		}
+		if g.evidence >= need && (best < 0 || g.evidence > s.sims[best].evidence) {
 			best = i
 		}
 	}
-	// A challenger must lead the current configuration clearly in
-	// adaptiveLeads evaluations in a row: a phase shorter than that
-	// rarely repays the cost of moving the real cache's boundaries.
-	cur := s.sims[s.cur].score
-	if best == s.cur || s.sims[best].score < cur+adaptiveMargin*2*float64(s.period)+1 {
-		s.lead = -1
-		return
+	if best >= 0 {
+		for i := range s.sims {
+			s.sims[i].evidence = 0
+		}
 	}
-	if s.lead != best {
-		s.lead, s.leads = best, 1
-		return
-	}
-	if s.leads++; s.leads < adaptiveLeads {
-		return
-	}
-	s.lead = -1
-	s.cur = best
-	p.applyConfig(s.configs[best])
+	return best
 }
 
 // access references hash in the miniature cache, inserting it on a miss.

@@ -209,3 +209,59 @@ func TestAdaptiveConcurrentAccessReplays(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestAdaptiveSwitchRule guards the switching rule on given scores: a lead
+// of many points switches after the warm-up in one evaluation, a lead of a
+// point takes about a dozen, a lead below the drift never switches however long
+// it lasts, a challenger with the other admission rule needs more
+// evidence, and evidence is lost when the lead is.
+func TestAdaptiveSwitchRule(t *testing.T) {
+	const period = 1000
+	// evaluations returns the evaluation (1-based, warm-up included) at
+	// which choose first switches, given each evaluation's lead of
+	// challenger ch in points (the other challengers trail by 5), or 0.
+	evaluations := func(ch int, leads []float64) int {
+		s := &miniSims{configs: adaptiveConfigs, period: period, sims: make([]miniSim, len(adaptiveConfigs))}
+		for e, lead := range leads {
+			for i := range s.sims {
+				s.sims[i].score = 2 * period * 0.45
+				if i != s.cur {
+					s.sims[i].score -= 2 * period * 0.05
+				}
+			}
+			s.sims[ch].score = 2 * period * (0.45 + lead/100)
+			if got := s.choose(); got >= 0 {
+				if got != ch {
+					t.Fatalf("switched to %d, want %d", got, ch)
+				}
+				return e + 1
+			}
+		}
+		return 0
+	}
+	repeat := func(lead float64, n int) []float64 {
+		l := make([]float64, n)
+		for i := range l {
+			l[i] = lead
+		}
+		return l
+	}
+	w := adaptiveWarmup
+	for _, tc := range []struct {
+		name  string
+		ch    int
+		leads []float64
+		want  int
+	}{
+		{"large lead, same rule", 2, repeat(10, 10), w + 1},
+		{"lead during warm-up only", 2, append(repeat(30, w), repeat(0, 10)...), 0},
+		{"a point, same rule", 1, repeat(1.2, 20), w + 12},
+		{"below the drift", 1, repeat(0.4, 200), 0},
+		{"large lead, other rule", 4, repeat(10, 10), w + 4},
+		{"lead lost midway", 1, append(append(repeat(1.2, w+5), repeat(-2, 2)...), repeat(1.2, 20)...), w + 5 + 2 + 12},
+	} {
+		if got := evaluations(tc.ch, tc.leads); got != tc.want {
+			t.Errorf("%s: switched at evaluation %d, want %d (0 = never)", tc.name, got, tc.want)
+		}
+	}
+}
