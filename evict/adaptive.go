@@ -1,11 +1,15 @@
 package evict
 
+import "sync"
+
 // Adaptive is W-TinyLFU whose configuration is chosen, and re-chosen as
 // the workload changes, by miniature simulation (Waldspurger et al.,
 // "Cache Modeling and Optimization using Miniature Simulations", USENIX
 // ATC 2017; Einziger, Eytan, Friedman and Manes, "Adaptive Software Cache
 // Management", Middleware 2018, which evaluates it for W-TinyLFU). It is
-// the recommended policy for caches.
+// the candidate to become the recommended policy for caches (TinyLFU is
+// today's: see bench/HITRATIO.md for the rows where Adaptive still falls
+// below otter or S3-FIFO).
 //
 // Algorithm. The resident entries are managed as by TinyLFU: an LRU
 // admission window in front of a segmented-LRU main region (probation and
@@ -32,36 +36,62 @@ package evict
 // (the miniature caches are then exact simulations); larger ones sample
 // about adaptiveFull to adaptiveGhost keys' worth. Scoring starts when the
 // miniature caches are full; every period (about one cache turnover of
-// references) each score is halved and gains the period's hits. A
-// configuration replaces the current one only when its score leads by
-// adaptiveMargin (a point of hit ratio) in adaptiveLeads evaluations in a
-// row, as switching costs hits: the real cache then moves its window
-// boundary and admission rule, and its contents migrate as it runs.
+// references) each score is halved and gains the period's hits.
+//
+// Switching costs hits (the real cache's contents were chosen by the old
+// configuration), so a challenger must earn it: after adaptiveWarmup
+// evaluations (the scores right after the caches fill mislead), each
+// challenger accumulates its lead over the current configuration, in
+// points of hit ratio, less adaptiveDrift per evaluation, and never below
+// zero (a CUSUM test); it replaces the current configuration when that sum
+// reaches adaptiveSwitch, or adaptiveSwitchRule if it has the other
+// admission rule (a switch between the rules replaces most of the
+// contents, and a phase where the other rule leads is often short). A
+// large lead thus switches in one evaluation, a lead of a point in about
+// sixteen. On a switch the real cache moves its window boundary and
+// admission rule, and its contents migrate as it runs.
+//
+// Read hits reach the policy through a lossy buffer (hitBuffer) that, when
+// full, Access replays itself if no other reader is doing so, rather than
+// dropping the hit: the sketch, the LRU orders and the miniature caches
+// then see nearly every hit even in long runs of reads between writes
+// (a loop over the cache, a read-mostly phase), where the buffer that
+// TinyLFU drains only at the next write loses most of them. Through the
+// engine, a lock-free read first goes through the engine's own smaller
+// read log, which only a write drains: there long runs of reads still
+// lose hits before they reach the policy.
 //
 // Unlike a hill climber, which follows one noisy hit rate's gradient and
 // can only move the window (the sketch always filters), the miniature
 // caches compare the candidates side by side on the same references, and
 // include an admission rule that does not trust high counts.
 //
-// Concurrency: as TinyLFU. Access and Miss only push the event into lossy
-// ring buffers (they never block); all other work, the miniature caches'
-// included, runs in Add, Update, Remove and Victim under the shard write
-// lock.
+// Concurrency: Access and Miss never block. Miss pushes into a lossy ring
+// buffer; Access pushes into hitBuffer and, when the hit's stripe is
+// full, replays the buffered hits into the policy itself if it gets the
+// policy's drain lock with TryLock (otherwise the hit is dropped). The
+// other work, the miniature caches' included, runs in Add, Update, Remove
+// and Victim under the shard write lock, and in that replay.
 //
-// Cost: Access and Miss O(1). Add, Update, Remove and Victim cost
-// TinyLFU's, plus, for each buffered or written reference to a sampled
-// key, one reference in each of the 6 miniature caches (a map lookup and
-// O(1) list moves, and on a miss an eviction). Caches of up to
-// adaptiveFull entries sample every key: BenchmarkVictimSmall (a write
-// that evicts, 2048 entries) measured about 10 times TinyLFU's time per
-// write (2.6–3.7 µs against 0.2–0.4 µs on a loaded 2-core machine).
-// Larger shards sample a fraction of about adaptiveFull/entries or less:
-// BenchmarkVictim (65536 entries) measured about 2 times TinyLFU's.
+// Cost: Access O(1) amortized, but one Access in up to 128 replays the
+// buffered hits (up to 512) while the caller holds the shard's read lock;
+// Miss O(1). Add, Update, Remove and Victim cost TinyLFU's, plus, for each
+// replayed or written reference to a sampled key, one reference in each of
+// the 6 miniature caches (a map lookup and O(1) list moves, and on a miss
+// an eviction). Caches of up to adaptiveFull entries
+// sample every key: BenchmarkVictimSmall (a write that evicts, 2048
+// entries) measured about 10 times TinyLFU's time per write (2.6–3.7 µs
+// against 0.2–0.4 µs on a loaded 2-core machine). Larger shards sample a
+// fraction of about adaptiveFull/entries or less: BenchmarkVictim (65536
+// entries) measured about 2 times TinyLFU's. Since hits are no longer
+// dropped in long read runs, a read-heavy workload replays more hits than
+// TinyLFU does (each a sketch update and a list move, and the miniature
+// caches' work for a sampled key).
 //
 // Memory: TinyLFU's (14 bytes per entry, 8 to 16 of sketch per entry of
-// capacity, 5 KiB of buffers), plus the miniature caches: 6 × (about 45
-// bytes per miniature entry, map, sketch and buffers included), where a
-// miniature cache holds
+// capacity, 5 KiB of buffers) and a 2.3 KiB hitBuffer, plus the miniature
+// caches: 6 × (about 45 bytes per miniature entry, map, sketch and
+// buffers included), where a miniature cache holds
 // min(entries, adaptiveFull) entries, or up to adaptiveGhost for shards
 // of more than 16×adaptiveFull entries. Measured: about 0.6 MB for a shard
 // of 2048 entries (300 bytes per entry), 0.75 MB at 8192 entries, and at
@@ -74,21 +104,80 @@ var Adaptive = Spec{Name: "adaptive", New: newAdaptivePolicy}
 
 func newAdaptivePolicy(shardBytes int64) Policy { return newAdaptive(shardBytes, adaptiveConfigs) }
 
+// adaptivePolicy is the policy of Adaptive, whose doc describes it: a
+// W-TinyLFU (with its miniature caches) whose read hits go through a
+// hitBuffer that Access may replay itself.
+type adaptivePolicy struct {
+	*tinyLFUPolicy
+	hits  hitBuffer
+	onHit func(Handle) // tinyLFUPolicy.onAccess, bound once
+	// drainMu guards the policy's state while Access replays hits (taken
+	// with TryLock, never waited for). Add, Update, Remove and Victim
+	// replay without it: they run under the shard write lock, when no
+	// Access runs.
+	drainMu sync.Mutex
+}
+
+// Access implements Policy. It is safe for concurrent use and never
+// blocks.
+func (a *adaptivePolicy) Access(h Handle) {
+	if int(h) >= a.nodes.len() || a.hits.push(h) {
+		return
+	}
+	if a.drainMu.TryLock() {
+		a.hits.drain(a.onHit)
+		a.drainMu.Unlock()
+		a.hits.push(h)
+	}
+}
+
+// Add implements Policy.
+func (a *adaptivePolicy) Add(h Handle, e Entry) {
+	a.hits.drain(a.onHit)
+	a.tinyLFUPolicy.Add(h, e)
+}
+
+// Update implements Policy.
+func (a *adaptivePolicy) Update(h Handle, e Entry) {
+	a.hits.drain(a.onHit)
+	a.tinyLFUPolicy.Update(h, e)
+}
+
+// Remove implements Policy.
+func (a *adaptivePolicy) Remove(h Handle) {
+	a.hits.drain(a.onHit)
+	a.tinyLFUPolicy.Remove(h)
+}
+
+// Victim implements Policy.
+func (a *adaptivePolicy) Victim(now int64) (Handle, bool) {
+	a.hits.drain(a.onHit)
+	return a.tinyLFUPolicy.Victim(now)
+}
+
 const (
 	// adaptiveFull is the capacity in entries up to which the miniature
 	// caches see every key.
 	adaptiveFull = 2048
 	// adaptiveGhost is the largest miniature cache, in entries.
 	adaptiveGhost = 4096
-	// adaptiveMargin is the lead a challenger needs over the current
-	// configuration, as a share of the references a score covers (two
-	// periods): a point of hit ratio.
-	adaptiveMargin = 0.01
-	// adaptiveLeads is how many evaluations in a row a challenger must
-	// lead by adaptiveMargin to replace the current configuration.
-	adaptiveLeads = 4
 	// adaptiveDecay weighs the previous periods' hits in a score.
 	adaptiveDecay = 0.5
+	// adaptiveWarmup is how many evaluations after the miniature caches
+	// fill only score: right after the fill, a configuration can lead for
+	// a period and then fall far behind.
+	adaptiveWarmup = 2
+	// adaptiveDrift is the lead, as a share of the references a score
+	// covers (two periods), that a challenger must exceed in an evaluation
+	// to add to its evidence.
+	adaptiveDrift = 0.005
+	// adaptiveSwitch is the evidence (summed leads less drift, as shares)
+	// with which a challenger with the current admission rule replaces the
+	// current configuration.
+	adaptiveSwitch = 0.08
+	// adaptiveSwitchRule is the evidence a challenger with the other
+	// admission rule needs.
+	adaptiveSwitchRule = 0.3
 )
 
 // config is one candidate setting of the W-TinyLFU structure.
@@ -109,8 +198,7 @@ type miniSims struct {
 	cur     int    // index of the configuration the real cache runs
 	limit   uint64 // a hash is sampled iff its mixed top 32 bits are < limit
 	full    bool   // the miniature caches have filled: scoring has begun
-	lead    int    // the challenger that led at the last evaluation, or -1
-	leads   int    // evaluations in a row lead has led
+	evals   int    // evaluations since the miniature caches filled
 	refs    int    // sampled references this period
 	period  int
 	ready   bool
@@ -118,15 +206,16 @@ type miniSims struct {
 
 // miniSim is one miniature cache: a W-TinyLFU over hashes, in entries.
 type miniSim struct {
-	p     *tinyLFUPolicy
-	m     map[uint32]Handle // by fingerprint
-	free  []Handle
-	cap   int
-	hits  int
-	score float64
+	p        *tinyLFUPolicy
+	m        map[uint32]Handle // by fingerprint
+	free     []Handle
+	cap      int
+	hits     int
+	score    float64
+	evidence float64 // summed leads over the current configuration, less drift
 }
 
-func newAdaptive(shardBytes int64, configs []config) *tinyLFUPolicy {
+func newAdaptive(shardBytes int64, configs []config) *adaptivePolicy {
 	p := newTinyLFU(-1)
 	p.hint = shardBytes
 	p.fixed = true
@@ -135,11 +224,11 @@ func newAdaptive(shardBytes int64, configs []config) *tinyLFUPolicy {
 	if shardBytes > 0 {
 		p.setMaximum(shardBytes)
 	}
-	return p
+	return &adaptivePolicy{tinyLFUPolicy: p, onHit: p.onAccess}
 }
 
 // applyConfig makes c the real cache's configuration; maintain moves the
-// entries over the new boundaries.
+// entries over the new boundaries (a larger window fills with new writes).
 func (p *tinyLFUPolicy) applyConfig(c config) {
 	p.windowFrac, p.admitSeen = c.window, c.seen
 	if p.maximum > 0 {
@@ -168,7 +257,6 @@ func (s *miniSims) start(est int) {
 		g.setMaximum(int64(gcap))
 		s.sims[i] = miniSim{p: g, m: make(map[uint32]Handle, gcap), cap: gcap}
 	}
-	s.lead = -1
 	s.ready = true
 }
 
@@ -204,33 +292,50 @@ func (s *miniSims) observe(p *tinyLFUPolicy, fp uint32) {
 		return
 	}
 	s.refs = 0
-	best := s.cur
 	for i := range s.sims {
 		g := &s.sims[i]
 		g.score = g.score*adaptiveDecay + float64(g.hits)
 		g.hits = 0
-		if g.score > s.sims[best].score {
+	}
+	if best := s.choose(); best >= 0 {
+		s.cur = best
+		p.applyConfig(s.configs[best])
+	}
+}
+
+// choose runs one evaluation of the scores and returns the configuration
+// to switch to, or -1 to stay. Each challenger sums its leads over the
+// current configuration, less adaptiveDrift, never below zero (CUSUM); of
+// those whose sum reached their threshold the one with the most evidence
+// wins, and every sum starts over.
+func (s *miniSims) choose() int {
+	if s.evals++; s.evals <= adaptiveWarmup {
+		return -1
+	}
+	cur := s.sims[s.cur].score
+	best := -1
+	for i := range s.sims {
+		g := &s.sims[i]
+		if i == s.cur {
+			g.evidence = 0
+			continue
+		}
+		lead := (g.score - cur) / (2 * float64(s.period))
+		g.evidence = max(0, g.evidence+lead-adaptiveDrift)
+		need := adaptiveSwitch
+		if s.configs[i].seen != s.configs[s.cur].seen {
+			need = adaptiveSwitchRule
+		}
+		if g.evidence >= need && (best < 0 || g.evidence > s.sims[best].evidence) {
 			best = i
 		}
 	}
-	// A challenger must lead the current configuration clearly in
-	// adaptiveLeads evaluations in a row: a phase shorter than that
-	// rarely repays the cost of moving the real cache's boundaries.
-	cur := s.sims[s.cur].score
-	if best == s.cur || s.sims[best].score < cur+adaptiveMargin*2*float64(s.period)+1 {
-		s.lead = -1
-		return
+	if best >= 0 {
+		for i := range s.sims {
+			s.sims[i].evidence = 0
+		}
 	}
-	if s.lead != best {
-		s.lead, s.leads = best, 1
-		return
-	}
-	if s.leads++; s.leads < adaptiveLeads {
-		return
-	}
-	s.lead = -1
-	s.cur = best
-	p.applyConfig(s.configs[best])
+	return best
 }
 
 // access references the key of fingerprint fp in the miniature cache,

@@ -10,16 +10,17 @@ import (
 //
 // Choosing a policy (hit ratios in bench/HITRATIO.md):
 //
-//   - Adaptive is the recommended choice for caches: W-TinyLFU whose
-//     window and admission rule are picked by miniature simulations of
-//     the candidates, so it follows the workload between frequency and
-//     recency (see bench/HITRATIO.md for where it stands against otter,
-//     TinyLFU, S3-FIFO and the clairvoyant OPT). Reads cost a slot in a
-//     lossy buffer; writes cost more than TinyLFU's, and it uses more
-//     memory (its doc has the figures).
 //   - TinyLFU (W-TinyLFU with a hill-climbed window, Caffeine's and
-//     otter's method) is scan resistant and close to otter; cheaper
-//     writes and memory than Adaptive.
+//     otter's method) is the recommended choice for caches today: scan
+//     resistant, close to otter, cheap reads (a slot in a lossy buffer)
+//     and writes.
+//   - Adaptive is the candidate to replace it: W-TinyLFU whose window and
+//     admission rule are picked by miniature simulations of the
+//     candidates, so it follows the workload between frequency and
+//     recency; the best mean hit ratio of the tide policies, but not yet
+//     at or above otter and S3-FIFO on every row of bench/HITRATIO.md.
+//     Its reads may replay its read buffer, its writes cost more than
+//     TinyLFU's, and it uses more memory (its doc has the figures).
 //   - S3FIFO has the cheapest reads (a 2-bit counter, no buffers) and
 //     does well on recency-skewed workloads with one-hit wonders.
 //   - AllKeysLRU / VolatileLRU: Redis's allkeys-lru, with exact order.
