@@ -156,6 +156,22 @@ func BenchmarkBaselineSyncMap(b *testing.B) {
 	})
 }
 
+// filledCappedEngine returns an engine of cfg holding every key with a
+// 64-byte value; every Set must succeed.
+func filledCappedEngine(b *testing.B, cfg Config, keys []string) *Engine {
+	e, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	val := make([]byte, 64)
+	for _, k := range keys {
+		if _, err := e.Set(k, val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e
+}
+
 // BenchmarkCappedMix is the configuration users run: 1M keys of ~20 B with
 // 64 B values, a byte cap of 1.5× the data and TinyLFU, Zipf 1.01, at the
 // read/write mixes of bench/cmd/speed, read with AppendGet and View.
@@ -166,17 +182,9 @@ func BenchmarkCappedMix(b *testing.B) {
 	for _, k := range keys {
 		data += int64(len(k)) + 64 + EntryOverhead
 	}
-	e, err := New(Config{MaxBytes: data + data/2, Policy: evict.TinyLFU})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := filledCappedEngine(b, Config{MaxBytes: data + data/2, Policy: evict.TinyLFU}, keys)
 	defer e.Close()
 	val := make([]byte, 64)
-	for _, k := range keys {
-		if _, err := e.Set(k, val); err != nil {
-			b.Fatal(err)
-		}
-	}
 	view := func(v []byte) {
 		if len(v) != 64 {
 			panic("View: wrong value")
@@ -221,17 +229,9 @@ func BenchmarkHotShard(b *testing.B) {
 	for i := range idx {
 		idx[i] = uint32(z.Uint64())
 	}
-	e, err := New(Config{Shards: 4, MaxBytes: 2 * n * (32 + 64 + EntryOverhead), Policy: evict.TinyLFU})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := filledCappedEngine(b, Config{Shards: 4, MaxBytes: 2 * n * (32 + 64 + EntryOverhead), Policy: evict.TinyLFU}, keys)
 	defer e.Close()
 	val := make([]byte, 64)
-	for _, k := range keys {
-		if _, err := e.Set(k, val); err != nil {
-			b.Fatal(err)
-		}
-	}
 	view := func([]byte) {}
 	for _, writePct := range []int{0, 10, 50} {
 		b.Run(fmt.Sprintf("mix=%d-%d", 100-writePct, writePct), func(b *testing.B) {

@@ -456,3 +456,34 @@ func TestViewValueStaysWhileInPlaceOverwritesRace(t *testing.T) {
 	wg.Wait()
 	mustCheck(t, e)
 }
+
+// A View whose fn panics stops counting itself all the same: afterwards a
+// record it marked is overwritten in place again (a count left behind
+// would make every later overwrite of a viewed record in the shard append).
+func TestViewThatPanicsLeavesNoViewCounted(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 1})
+	mustSet(t, e, "k", "aaaa")
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("fn's panic did not reach View's caller")
+			}
+		}()
+		e.View("k", func([]byte) { panic("fn fails") })
+	}()
+	if !e.shards[0].views.none() {
+		t.Fatal("a View is still counted after its fn panicked")
+	}
+	s := &e.shards[0]
+	s.mu.RLock()
+	before := len(s.arena)
+	s.mu.RUnlock()
+	mustSet(t, e, "k", "bbbb")
+	s.mu.RLock()
+	after := len(s.arena)
+	s.mu.RUnlock()
+	if after != before {
+		t.Errorf("overwrite after a panicking View: arena %d → %d bytes, want in place", before, after)
+	}
+	mustCheck(t, e)
+}
