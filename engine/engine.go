@@ -211,7 +211,6 @@ func New(cfg Config) (*Engine, error) {
 		s.idx = expiry.NewIndex()
 		s.seed = e.seed
 		s.b = e.b
-		s.views = new(viewCounts)
 		if cfg.Policy.New != nil {
 			// The policy's size hint is the shard's even share of the cap.
 			s.pol = cfg.Policy.New(cfg.MaxBytes / int64(n))

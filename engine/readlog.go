@@ -168,7 +168,9 @@ func (c *readCounts) sum() (hits, misses uint64) {
 // hands out nothing it read before the write: it validates against a count
 // that stays the same only while no writer works. Otherwise the writer saw
 // the View and appends. A View's fn that writes the key it views (allowed)
-// sees its own count and appends too. Memory: 512 bytes a shard.
+// sees its own count and appends too. A shard whose views pointer is still
+// nil has had no View, hence no marked record. Memory: 512 bytes a shard
+// that has been viewed.
 type viewCounts [viewStripes]struct {
 	n atomic.Int64
 	_ [56]byte // one line a stripe
@@ -184,13 +186,27 @@ func (v *viewCounts) enter() *atomic.Int64 {
 	return c
 }
 
-// none reports whether no View of the shard is in progress. The caller
-// holds the shard's exclusive lock (so the sequence count is odd).
+// none reports whether no View of the shard is in progress (v is nil
+// before the shard's first View). The caller holds the shard's exclusive
+// lock (so the sequence count is odd).
 func (v *viewCounts) none() bool {
+	if v == nil {
+		return true
+	}
 	for i := range v {
 		if v[i].n.Load() != 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// viewCountsLoad returns the shard's View counts, allocating them on the
+// shard's first View.
+func (s *shard) viewCountsLoad() *viewCounts {
+	if v := s.views.Load(); v != nil {
+		return v
+	}
+	s.views.CompareAndSwap(nil, new(viewCounts))
+	return s.views.Load()
 }

@@ -26,8 +26,9 @@ type shard struct {
 	pub  atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
 	rlog *readLog                  // reads peek reports to pol; nil without a policy
 	// views counts the Views of the shard whose fn may be running (see
-	// viewCounts); set once by New.
-	views *viewCounts
+	// viewCounts); allocated by the shard's first View, so that an engine
+	// that never calls View pays nothing for it.
+	views atomic.Pointer[viewCounts]
 	_     [64]byte     // the readers' line ends here
 	rw    sync.RWMutex // mu's lock (see shardMu)
 

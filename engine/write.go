@@ -177,7 +177,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
-		if pad8(len(value)) <= pad8(int(en.vlen())) && (en.flags()&flagViewed == 0 || s.views.none()) {
+		if pad8(len(value)) <= pad8(int(en.vlen())) && (en.flags()&flagViewed == 0 || s.views.Load().none()) {
 			// In place, a word at a time with atomic stores: an
 			// optimistic reader copying the old value races with
 			// nothing and discards its copy (the sequence count moved).
