@@ -11,48 +11,76 @@ import (
 	"github.com/tidekv/tide/evict"
 )
 
-// recordingPolicy wraps a policy and records its mutating calls (Add,
-// Update, Remove, Victim), which the engine makes under a shard's
-// exclusive lock only: a call that finds another in progress is reported
-// as concurrent.
+// recordingPolicy wraps a policy, records its mutating calls (Add,
+// Update, Remove, Victim) and counts its read calls (Access, Miss). The
+// engine makes every call under a shard's exclusive lock: a call that
+// finds another in progress is reported as concurrent.
 type recordingPolicy struct {
 	evict.Policy
-	busy       sync.Mutex // held for the length of each mutating call
-	mu         sync.Mutex // guards calls and concurrent
-	calls      []string
-	concurrent int
+	busy             sync.Mutex // held for the length of each call
+	mu               sync.Mutex // guards calls, concurrent, accesses and misses
+	calls            []string
+	concurrent       int
+	accesses, misses int
 }
 
-func (p *recordingPolicy) enter(call string, h evict.Handle) {
+// enter records a call; it returns a function that ends it (held while
+// the wrapped policy runs, so that an overlapping call is seen).
+func (p *recordingPolicy) enter(call string, h evict.Handle) (exit func()) {
 	ok := p.busy.TryLock()
 	p.mu.Lock()
-	p.calls = append(p.calls, call+" "+strconv.Itoa(int(h)))
+	switch call {
+	case "access":
+		p.accesses++
+	case "miss":
+		p.misses++
+	default:
+		p.calls = append(p.calls, call+" "+strconv.Itoa(int(h)))
+	}
 	if !ok {
 		p.concurrent++
 	}
 	p.mu.Unlock()
-	if ok {
-		p.busy.Unlock()
+	if !ok {
+		return func() {}
 	}
+	return p.busy.Unlock
+}
+
+func (p *recordingPolicy) Access(h evict.Handle) {
+	defer p.enter("access", h)()
+	p.Policy.Access(h)
+}
+
+func (p *recordingPolicy) Miss(hash uint64) {
+	defer p.enter("miss", 0)()
+	p.Policy.Miss(hash)
+}
+
+// reads returns the Access and Miss calls counted so far.
+func (p *recordingPolicy) reads() (accesses, misses int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accesses, p.misses
 }
 
 func (p *recordingPolicy) Add(h evict.Handle, e evict.Entry) {
-	p.enter("add", h)
+	defer p.enter("add", h)()
 	p.Policy.Add(h, e)
 }
 
 func (p *recordingPolicy) Update(h evict.Handle, e evict.Entry) {
-	p.enter("update", h)
+	defer p.enter("update", h)()
 	p.Policy.Update(h, e)
 }
 
 func (p *recordingPolicy) Remove(h evict.Handle) {
-	p.enter("remove", h)
+	defer p.enter("remove", h)()
 	p.Policy.Remove(h)
 }
 
 func (p *recordingPolicy) Victim(now int64) (evict.Handle, bool) {
-	p.enter("victim", 0)
+	defer p.enter("victim", 0)()
 	return p.Policy.Victim(now)
 }
 
@@ -103,9 +131,12 @@ func TestEveryWriteReachesThePolicyBeforeItReturns(t *testing.T) {
 	mustCheck(t, e)
 }
 
-// Writers and readers of one shard never make the policy's mutating calls
-// run concurrently, deferred updates included, and leave the policy
-// consistent with the entries (Check).
+// Writers and readers of one shard never make the policy's calls run
+// concurrently — deferred updates, logged reads drained by writers and by
+// readers that find their log stripe full, and reads under the shared
+// lock (GetItem) included — and leave the policy consistent with the
+// entries (Check). The wrapped TinyLFU has no synchronization of its own,
+// so under -race an overlap is also a reported race.
 func TestPolicyCallsStaySerialUnderConcurrentWrites(t *testing.T) {
 	var pols []*recordingPolicy
 	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 24 << 10, Policy: recordingSpec(&pols)})
@@ -135,7 +166,24 @@ func TestPolicyCallsStaySerialUnderConcurrentWrites(t *testing.T) {
 			}
 		}()
 	}
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 4 * iters {
+				k := fmt.Sprintf("k%d", (i*13+r)%350) // some absent: misses
+				if i%3 == 0 {
+					e.GetItem(k)
+				} else {
+					e.Get(k)
+				}
+			}
+		}()
+	}
 	wg.Wait()
+	if acc, miss := pols[0].reads(); acc == 0 || miss == 0 {
+		t.Fatalf("the policy saw %d accesses and %d misses: the test does not exercise logged reads", acc, miss)
+	}
 	if n := pols[0].concurrent; n != 0 {
 		t.Fatalf("%d policy calls ran while another was in progress", n)
 	}
@@ -198,5 +246,57 @@ func TestDeferredUpdatePrecedesALaterDeadlineChange(t *testing.T) {
 	}
 	if !slices.Equal(calls, want) {
 		t.Fatalf("policy calls under the lock: %q, want %q", calls, want)
+	}
+}
+
+// Every read hit and miss reaches the policy, even in a long run of reads
+// with no write to drain the read log: a reader that finds its log stripe
+// full drains the log itself. Lock-free reads (Get, View), reads under
+// the shared lock (GetItem, a key with a TTL) and misses are all counted.
+// One goroutine, so no event may be lost to a contended slot or lock.
+func TestEveryReadOfALongReadRunReachesThePolicy(t *testing.T) {
+	var pols []*recordingPolicy
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: recordingSpec(&pols)})
+	const n = 300
+	for i := range n {
+		var err error
+		if i%10 == 0 {
+			_, err = e.SetTTL(fmt.Sprintf("k%d", i), []byte("v"), time.Hour)
+		} else {
+			_, err = e.Set(fmt.Sprintf("k%d", i), []byte("v"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.shards[0].drainIfFree()
+	acc0, miss0 := pols[0].reads()
+	hits, misses := 0, 0
+	for round := range 5 {
+		for i := range n + n/10 {
+			k := fmt.Sprintf("k%d", i) // i >= n: absent
+			var ok bool
+			switch (i + round) % 3 {
+			case 0:
+				_, ok = e.Get(k)
+			case 1:
+				_, ok = e.GetItem(k)
+			default:
+				ok = e.View(k, func([]byte) {})
+			}
+			if ok != (i < n) {
+				t.Fatalf("read of %s: found %v, want %v", k, ok, i < n)
+			}
+			if ok {
+				hits++
+			} else {
+				misses++
+			}
+		}
+	}
+	e.shards[0].drainIfFree()
+	acc, miss := pols[0].reads()
+	if acc-acc0 != hits || miss-miss0 != misses {
+		t.Fatalf("the policy saw %d accesses and %d misses, want %d and %d", acc-acc0, miss-miss0, hits, misses)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/internal/table"
 )
 
@@ -42,9 +41,9 @@ optimistic:
 		return dst, false
 	}
 	dst = append(dst, en.value()...)
-	s.accessRLocked(en)
+	tracked := en.flags()&flagTracked != 0
 	s.mu.RUnlock()
-	e.countRead(true)
+	e.lockedHit(s, en.slot, tracked)
 	return dst, true
 }
 
@@ -99,9 +98,9 @@ optimistic:
 	}
 	en.markViewed()
 	v := en.value()
-	s.accessRLocked(en)
+	tracked := en.flags()&flagTracked != 0
 	s.mu.RUnlock()
-	e.countRead(true)
+	e.lockedHit(s, en.slot, tracked)
 	fn(v)
 	return true
 }
@@ -114,9 +113,9 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 		return Item{}, false
 	}
 	it := itemOf(en, now)
-	s.accessRLocked(en)
+	tracked := en.flags()&flagTracked != 0
 	s.mu.RUnlock()
-	e.countRead(true)
+	e.lockedHit(s, en.slot, tracked)
 	return it, true
 }
 
@@ -238,7 +237,7 @@ func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 	}
 	r := goroutineStripe()
 	if s.rlog != nil {
-		s.rlog.pushMiss(h, r>>8)
+		s.logMiss(h, r>>8)
 	}
 	e.reads.count(false, r)
 	return peeked{r: peekMiss}
@@ -286,7 +285,7 @@ func (pk *peeked) markViewed() bool {
 func (e *Engine) peekHit(s *shard, pk peeked) {
 	r := goroutineStripe()
 	if pk.kw>>24&flagTracked != 0 && s.rlog != nil {
-		s.rlog.pushAccess(pk.slot, r>>8)
+		s.logAccess(pk.slot, r>>8)
 	}
 	e.reads.count(true, r)
 }
@@ -296,17 +295,18 @@ func (e *Engine) peekHit(s *shard, pk peeked) {
 // it), and now is the engine's time if the entry has a deadline, else 0: a
 // read of a key without TTL does not read the clock. Otherwise s.mu has
 // been released: a due entry is removed (lazy expiry, expireNow), and a
-// counted read tells the policy of a missing key and counts a miss.
+// counted read logs a missing key for the policy and counts a miss.
 func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en entry, now int64, ok bool) {
 	s.mu.RLock()
 	slot, ok := s.findLocked(key, h)
 	if !ok {
-		if counted && s.pol != nil {
-			s.pol.Miss(h)
-		}
 		s.mu.RUnlock()
 		if counted {
-			e.countRead(false)
+			r := goroutineStripe()
+			if s.rlog != nil {
+				s.logMiss(h, r>>8)
+			}
+			e.reads.count(false, r)
 		}
 		return entry{}, 0, false
 	}
@@ -324,12 +324,14 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 	return en, now, true
 }
 
-// accessRLocked tells the policy of a read hit on en (its concurrent-safe
-// Access: s.mu is held shared).
-func (s *shard) accessRLocked(en entry) {
-	if en.flags()&flagTracked != 0 {
-		s.pol.Access(evict.Handle(en.slot))
+// lockedHit counts a hit found under the shared lock, which the caller
+// has released, and logs it for the policy if the entry was tracked.
+func (e *Engine) lockedHit(s *shard, slot uint32, tracked bool) {
+	r := goroutineStripe()
+	if tracked && s.rlog != nil {
+		s.logAccess(slot, r>>8)
 	}
+	e.reads.count(true, r)
 }
 
 func itemOf(en entry, now int64) Item {

@@ -9,20 +9,26 @@ import (
 
 // Read bookkeeping off the read's critical path.
 //
-// An optimistic read (peek) holds no lock, so it may not call the policy's
-// Access or Miss (the evict.Policy contract allows those only under the
-// shard's read lock). It records the event in the shard's readLog instead:
-// lossy, striped ring buffers that the next holder of the shard's
-// exclusive lock drains into the policy (shardMu.Lock), as otter and
-// Caffeine do (BP-Wrapper), every drainEvery-th lock, before the lock
-// makes the shard's sequence count odd (the drain changes no storage, so
-// optimistic readers need not wait for it). A reader picks its
-// goroutine's stripe (goroutineStripe), claims a slot with one
-// compare-and-swap and drops the event if the stripe is full or the CAS
-// fails, so a read never waits and two goroutines write the same line
-// only when their stripes collide. A full stripe costs a reader two loads
-// and no write. Hit and miss counts go to the engine's striped counters
-// (readCounts), exact and summed by Stats.
+// A read does not take the shard's exclusive lock, and the evict.Policy
+// contract allows calls only under it. A read records its hit or miss in
+// the shard's readLog instead: lossy, striped ring buffers that are
+// drained into the policy under the exclusive lock (BP-Wrapper, as otter
+// and Caffeine do). Three things drain it: a writer, every drainEvery-th
+// time it takes the lock (shardMu.Lock, before the count turns odd: the
+// drain changes no storage, so optimistic readers need not wait for it);
+// every eviction, first, so that the victim is chosen knowing every logged
+// read; and a reader that finds its stripe full, if it gets the lock with
+// TryLock (the lock only, not the sequence count: optimistic readers
+// carry on). So in a long run of reads with no writes, such as a loop over
+// a cache that fits, every hit still reaches the policy; an event is
+// dropped only when its stripe is full and the lock is taken (the
+// writer's drain is then imminent), or when two readers race for the same
+// slot. A reader picks its goroutine's stripe (goroutineStripe) and claims
+// a slot with one compare-and-swap, so two goroutines write the same line
+// only when their stripes collide. Reads under the shared lock (a key with
+// a deadline, GetItem) log the same way, after releasing it. Hit and miss
+// counts go to the engine's striped counters (readCounts), exact and
+// summed by Stats.
 
 const (
 	logStripes  = 4  // per shard and kind; a power of two
@@ -50,31 +56,76 @@ type readLog struct {
 	miss   [logStripes]missStripe
 }
 
+// logPush is the outcome of a push.
+type logPush uint8
+
+const (
+	logPushed logPush = iota
+	logFull           // the stripe is full: drain it, then push again
+	logRaced          // another reader claimed the slot first: dropped
+)
+
 // pushAccess records a read hit on slot; r picks the stripe.
-func (l *readLog) pushAccess(slot uint32, r uint32) {
+func (l *readLog) pushAccess(slot uint32, r uint32) logPush {
 	st := &l.access[r&(logStripes-1)]
 	t := st.tail.Load()
-	if t-st.head.Load() >= accessSlots || !st.tail.CompareAndSwap(t, t+1) {
-		return
+	if t-st.head.Load() >= accessSlots {
+		return logFull
+	}
+	if !st.tail.CompareAndSwap(t, t+1) {
+		return logRaced
 	}
 	st.slots[t%accessSlots].Store(slot)
+	return logPushed
 }
 
 // pushMiss records a read of an absent key with hash h.
-func (l *readLog) pushMiss(h uint64, r uint32) {
+func (l *readLog) pushMiss(h uint64, r uint32) logPush {
 	st := &l.miss[r&(logStripes-1)]
 	t := st.tail.Load()
-	if t-st.head.Load() >= missSlots || !st.tail.CompareAndSwap(t, t+1) {
-		return
+	if t-st.head.Load() >= missSlots {
+		return logFull
+	}
+	if !st.tail.CompareAndSwap(t, t+1) {
+		return logRaced
 	}
 	st.slots[t%missSlots].Store(h)
+	return logPushed
+}
+
+// logAccess logs a read hit on slot for the policy (stripe r), draining
+// the log first if the stripe is full and the lock is free. The caller
+// holds no lock of s.
+func (s *shard) logAccess(slot uint32, r uint32) {
+	if s.rlog.pushAccess(slot, r) == logFull && s.drainIfFree() {
+		s.rlog.pushAccess(slot, r)
+	}
+}
+
+// logMiss logs a read of an absent key with hash h, as logAccess.
+func (s *shard) logMiss(h uint64, r uint32) {
+	if s.rlog.pushMiss(h, r) == logFull && s.drainIfFree() {
+		s.rlog.pushMiss(h, r)
+	}
+}
+
+// drainIfFree drains the read log if it gets s's lock at once, and
+// reports whether it did. It takes the lock only, not the sequence count
+// (shardMu.Lock): the drain changes nothing an optimistic reader reads.
+func (s *shard) drainIfFree() bool {
+	if !s.rw.TryLock() {
+		return false
+	}
+	s.drainReadsLocked()
+	s.rw.Unlock()
+	return true
 }
 
 // drainReadsLocked hands the logged reads to the policy. A slot claimed by
 // a reader that has not stored it yet is read stale: the event is lost or
 // reported for an older slot, which is harmless for a lossy log; a slot no
 // longer tracked (removed, pinned, reused by an untracked entry) is skipped.
-// s.mu must be held exclusively.
+// s.rw must be held exclusively (by s.mu.Lock, or by drainIfFree).
 func (s *shard) drainReadsLocked() {
 	l := s.rlog
 	if l == nil || s.pol == nil {

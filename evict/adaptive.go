@@ -1,7 +1,5 @@
 package evict
 
-import "sync"
-
 // Adaptive is W-TinyLFU whose configuration is chosen, and re-chosen as
 // the workload changes, by miniature simulation (Waldspurger et al.,
 // "Cache Modeling and Optimization using Miniature Simulations", USENIX
@@ -51,45 +49,24 @@ import "sync"
 // sixteen. On a switch the real cache moves its window boundary and
 // admission rule, and its contents migrate as it runs.
 //
-// Read hits reach the policy through a lossy buffer (hitBuffer) that, when
-// full, Access replays itself if no other reader is doing so, rather than
-// dropping the hit: the sketch, the LRU orders and the miniature caches
-// then see nearly every hit even in long runs of reads between writes
-// (a loop over the cache, a read-mostly phase), where the buffer that
-// TinyLFU drains only at the next write loses most of them. Through the
-// engine, a lock-free read first goes through the engine's own smaller
-// read log, which only a write drains: there long runs of reads still
-// lose hits before they reach the policy.
-//
 // Unlike a hill climber, which follows one noisy hit rate's gradient and
 // can only move the window (the sketch always filters), the miniature
 // caches compare the candidates side by side on the same references, and
 // include an admission rule that does not trust high counts.
 //
-// Concurrency: Access and Miss never block. Miss pushes into a lossy ring
-// buffer; Access pushes into hitBuffer and, when the hit's stripe is
-// full, replays the buffered hits into the policy itself if it gets the
-// policy's drain lock with TryLock (otherwise the hit is dropped). The
-// other work, the miniature caches' included, runs in Add, Update, Remove
-// and Victim under the shard write lock, and in that replay.
+// Concurrency: none of its own, as TinyLFU (see the package doc).
 //
-// Cost: Access O(1) amortized, but one Access in up to 128 replays the
-// buffered hits (up to 512) while the caller holds the shard's read lock;
-// Miss O(1). Add, Update, Remove and Victim cost TinyLFU's, plus, for each
-// replayed or written reference to a sampled key, one reference in each of
-// the 6 miniature caches (a map lookup and O(1) list moves, and on a miss
-// an eviction). Caches of up to adaptiveFull entries
-// sample every key: BenchmarkVictimSmall (a write that evicts, 2048
-// entries) measured about 10 times TinyLFU's time per write (2.6–3.7 µs
-// against 0.2–0.4 µs on a loaded 2-core machine). Larger shards sample a
-// fraction of about adaptiveFull/entries or less: BenchmarkVictim (65536
-// entries) measured about 2 times TinyLFU's. Since hits are no longer
-// dropped in long read runs, a read-heavy workload replays more hits than
-// TinyLFU does (each a sketch update and a list move, and the miniature
-// caches' work for a sampled key).
+// Cost: TinyLFU's, plus, for each reference (hit or write) to a sampled
+// key, one reference in each of the 6 miniature caches (a map lookup and
+// O(1) list moves, and on a miss an eviction). Caches of up to
+// adaptiveFull entries sample every key: BenchmarkVictimSmall (a write
+// that evicts, 2048 entries) measured about 10 times TinyLFU's time per
+// write (2.6–3.7 µs against 0.2–0.4 µs on a loaded 2-core machine).
+// Larger shards sample a fraction of about adaptiveFull/entries or less:
+// BenchmarkVictim (65536 entries) measured about 2 times TinyLFU's.
 //
 // Memory: TinyLFU's (14 bytes per entry, 8 to 16 of sketch per entry of
-// capacity, 5 KiB of buffers) and a 2.3 KiB hitBuffer, plus the miniature
+// capacity), plus the miniature
 // caches: 6 × (about 45 bytes per miniature entry, map, sketch and
 // buffers included), where a miniature cache holds
 // min(entries, adaptiveFull) entries, or up to adaptiveGhost for shards
@@ -105,54 +82,9 @@ var Adaptive = Spec{Name: "adaptive", New: newAdaptivePolicy}
 func newAdaptivePolicy(shardBytes int64) Policy { return newAdaptive(shardBytes, adaptiveConfigs) }
 
 // adaptivePolicy is the policy of Adaptive, whose doc describes it: a
-// W-TinyLFU (with its miniature caches) whose read hits go through a
-// hitBuffer that Access may replay itself.
+// W-TinyLFU with its miniature caches.
 type adaptivePolicy struct {
 	*tinyLFUPolicy
-	hits  hitBuffer
-	onHit func(Handle) // tinyLFUPolicy.onAccess, bound once
-	// drainMu guards the policy's state while Access replays hits (taken
-	// with TryLock, never waited for). Add, Update, Remove and Victim
-	// replay without it: they run under the shard write lock, when no
-	// Access runs.
-	drainMu sync.Mutex
-}
-
-// Access implements Policy. It is safe for concurrent use and never
-// blocks.
-func (a *adaptivePolicy) Access(h Handle) {
-	if int(h) >= a.nodes.len() || a.hits.push(h) {
-		return
-	}
-	if a.drainMu.TryLock() {
-		a.hits.drain(a.onHit)
-		a.drainMu.Unlock()
-		a.hits.push(h)
-	}
-}
-
-// Add implements Policy.
-func (a *adaptivePolicy) Add(h Handle, e Entry) {
-	a.hits.drain(a.onHit)
-	a.tinyLFUPolicy.Add(h, e)
-}
-
-// Update implements Policy.
-func (a *adaptivePolicy) Update(h Handle, e Entry) {
-	a.hits.drain(a.onHit)
-	a.tinyLFUPolicy.Update(h, e)
-}
-
-// Remove implements Policy.
-func (a *adaptivePolicy) Remove(h Handle) {
-	a.hits.drain(a.onHit)
-	a.tinyLFUPolicy.Remove(h)
-}
-
-// Victim implements Policy.
-func (a *adaptivePolicy) Victim(now int64) (Handle, bool) {
-	a.hits.drain(a.onHit)
-	return a.tinyLFUPolicy.Victim(now)
 }
 
 const (
@@ -224,7 +156,7 @@ func newAdaptive(shardBytes int64, configs []config) *adaptivePolicy {
 	if shardBytes > 0 {
 		p.setMaximum(shardBytes)
 	}
-	return &adaptivePolicy{tinyLFUPolicy: p, onHit: p.onAccess}
+	return &adaptivePolicy{tinyLFUPolicy: p}
 }
 
 // applyConfig makes c the real cache's configuration; maintain moves the

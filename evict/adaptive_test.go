@@ -2,7 +2,6 @@ package evict
 
 import (
 	"math/rand/v2"
-	"sync"
 	"testing"
 )
 
@@ -133,81 +132,6 @@ func TestAdaptiveLeavesFrequencyWhenRecencyWins(t *testing.T) {
 		t.Errorf("skewed with scans: Adaptive %d hits, TinyLFU %d: want within 0.5 point", sa, st)
 	}
 	t.Logf("hits of %d: shifting: adaptive %d, tinylfu %d; skewed with scans: adaptive %d, tinylfu %d", len(shift), ha, ht, sa, st)
-}
-
-// TestAdaptiveSeesHitsOfLongReadRuns guards the replay in Access: a run of
-// read hits longer than the hit buffer, with no write in between, still
-// reaches the sketch (each hit raises its key's estimate), where a buffer
-// drained only by the next write would drop most of them.
-func TestAdaptiveSeesHitsOfLongReadRuns(t *testing.T) {
-	const n = 2000
-	a := newAdaptive(n, adaptiveConfigs)
-	for i := range n {
-		a.Miss(mix64(uint64(i)))
-		a.Add(Handle(i), Entry{Hash: mix64(uint64(i)), Size: 1})
-	}
-	before := make([]uint32, n)
-	for i := range n {
-		before[i] = a.sk.frequency(fingerprint(mix64(uint64(i))))
-	}
-	for i := range n {
-		a.Access(Handle(i))
-	}
-	a.Victim(0) // replays what is still buffered
-	missed := 0
-	for i := range n {
-		if f := a.sk.frequency(fingerprint(mix64(uint64(i)))); f <= before[i] && f < 15 {
-			missed++
-		}
-	}
-	if missed > 0 {
-		t.Fatalf("%d of %d read hits in one run did not reach the sketch", missed, n)
-	}
-	if err := a.check(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestAdaptiveConcurrentAccessReplays runs many readers whose hits overflow
-// the hit buffer (so that Access replays it, under TryLock) between
-// writes, under -race, and checks the policy's invariants after each
-// round.
-func TestAdaptiveConcurrentAccessReplays(t *testing.T) {
-	const n, readers = 1024, 8
-	a := newAdaptive(n, adaptiveConfigs)
-	for i := range n {
-		a.Add(Handle(i), Entry{Hash: mix64(uint64(i)), Size: 1})
-	}
-	var mu sync.RWMutex // the shard lock: Access under RLock, the rest under Lock
-	for round := range 20 {
-		var wg sync.WaitGroup
-		for r := range readers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				mu.RLock()
-				defer mu.RUnlock()
-				for i := range 2000 {
-					a.Access(Handle((i*7 + r*131 + round) % n))
-					if i%100 == 0 {
-						a.Miss(uint64(i))
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		mu.Lock()
-		v, ok := a.Victim(int64(round))
-		if !ok {
-			t.Fatal("Victim found nothing in a full cache")
-		}
-		a.Remove(v)
-		a.Add(v, Entry{Hash: mix64(uint64(n + round)), Size: 1})
-		if err := a.check(); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		mu.Unlock()
-	}
 }
 
 // TestAdaptiveSwitchRule guards the switching rule on given scores: a lead

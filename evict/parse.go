@@ -12,16 +12,15 @@ import (
 //
 //   - TinyLFU (W-TinyLFU with a hill-climbed window, Caffeine's and
 //     otter's method) is the recommended choice for caches today: scan
-//     resistant, close to otter, cheap reads (a slot in a lossy buffer)
-//     and writes.
+//     resistant, close to otter, O(1) reads and writes.
 //   - Adaptive is the candidate to replace it: W-TinyLFU whose window and
 //     admission rule are picked by miniature simulations of the
 //     candidates, so it follows the workload between frequency and
 //     recency; the best mean hit ratio of the tide policies, but not yet
 //     at or above otter and S3-FIFO on every row of bench/HITRATIO.md.
-//     Its reads may replay its read buffer, its writes cost more than
-//     TinyLFU's, and it uses more memory (its doc has the figures).
-//   - S3FIFO has the cheapest reads (a 2-bit counter, no buffers) and
+//     Its references cost more than TinyLFU's (the miniature caches'
+//     work), and it uses more memory (its doc has the figures).
+//   - S3FIFO has the cheapest reads (a 2-bit counter) and
 //     does well on recency-skewed workloads with one-hit wonders.
 //   - AllKeysLRU / VolatileLRU: Redis's allkeys-lru, with exact order.
 //   - AllKeysLFU / VolatileLFU: Redis's LFU with its log counter and decay.

@@ -7,14 +7,18 @@
 // their sizes and deadlines, read hits and misses, and chooses victims.
 // Each shard of an engine has its own Policy instance, built by Spec.New.
 //
-// Concurrency: the engine calls Add, Update, Remove and Victim with the
-// shard's write lock held, so those never run concurrently with any other
-// method of the same instance. Access and Miss are called with at least the
-// shard's read lock held (the engine logs lock-free reads and hands them to
-// the policy under a lock): they may run concurrently with each other (from
-// many goroutines) but never with Add, Update, Remove or Victim. Access and
-// Miss must therefore be safe for concurrent use (atomics, or lossy
-// best-effort updates) and must not block.
+// Concurrency: the engine calls every method of a Policy with the shard's
+// write lock held, so a policy instance is never used concurrently and
+// needs no synchronization of its own. Reads do not take that lock: the
+// engine logs their hits and misses in its own lossy, striped buffers and
+// hands them to the policy in batches under the write lock (BP-Wrapper, as
+// Caffeine and otter do), when a buffer fills, periodically as writers take
+// the lock, and before every Victim. A policy therefore sees a read's
+// Access or Miss after the read, possibly after later writes (a Miss may
+// arrive after the Add of the same key), and a few events are lost when
+// many readers contend for the same shard. The engine drops a logged
+// Access whose handle it no longer tracks, but one whose handle was
+// removed and reused in between reaches the policy for the new entry.
 package evict
 
 // Handle names one resident entry of a shard. The engine assigns handles
@@ -43,10 +47,10 @@ type Policy interface {
 	// Remove forgets h, whatever the cause (deleted, expired, evicted,
 	// replaced by an unevictable entry). After Remove, h may be reused.
 	Remove(h Handle)
-	// Access records a read hit on h. Called concurrently; must not block.
+	// Access records a read hit on h.
 	Access(h Handle)
 	// Miss records a read of an absent key with the given hash (frequency
-	// sketches count these). Called concurrently; must not block.
+	// sketches count these).
 	Miss(hash uint64)
 	// Victim returns the entry to evict next, or false if the policy tracks
 	// no entry. It does not remove the entry: the engine evicts it and then

@@ -24,23 +24,22 @@ import "math"
 // window favours recency-skewed workloads, a smaller one frequency-skewed
 // ones and scans.
 //
-// Concurrency: Access and Miss only record the event in lossy striped ring
-// buffers (one load and one compare-and-swap; the event is dropped when the
-// buffer is full or contended), and never block. The next Add, Update,
-// Remove or Victim, which run under the shard write lock, replays the
-// buffered events into the sketch and the LRU orders before doing anything
-// else, as Caffeine does. A Miss immediately followed by the Add of the same
-// key (cache-aside) is counted once.
+// Concurrency: none of its own; the engine calls it under the shard's write
+// lock and buffers reads for it (see the package doc). A Miss and the Add
+// of the same key close together (cache-aside: a read misses, the caller
+// writes the key) count as one reference in either order, since the
+// engine may deliver the Miss after the Add.
 //
-// Cost: Access and Miss O(1); Add, Update, Remove and Victim O(1) amortized
-// plus the buffered events they replay (a sketch update and a list move
-// each). Memory: 14 bytes per entry (two 32-bit list links, the key's
-// fingerprint and segment in 32 bits, a 16-bit size; an entry of 64 KiB or
-// more keeps its size in a map), in pages of 1024 entries, plus 8 to 16
-// bytes of sketch per entry of capacity (16 counters, rounded up to a power
-// of two), plus a fixed 5 KiB of buffers per shard: 31 bytes per entry in
-// a shard two thirds full, measured by TestPolicyMemoryPerEntry. The sketch
-// is allocated when the shard is half full.
+// Cost: O(1) amortized per call: Access a sketch update and a list move,
+// Miss a sketch update.
+//
+// Memory: 14 bytes per entry (two 32-bit list links, the key's fingerprint
+// and segment in 32 bits, a 16-bit size; an entry of 64 KiB or more keeps
+// its size in a map), in pages of 1024 entries, plus 8 to 16 bytes of
+// sketch per entry of capacity (16 counters, rounded up to a power of
+// two): 31 bytes per entry in a shard two thirds full, measured by
+// TestPolicyMemoryPerEntry. The sketch is allocated when the shard is half
+// full.
 //
 // Choose it by default for caches: it matches or beats LRU and LFU on
 // almost every workload, resists scans and one-hit wonders, and adapts
@@ -92,11 +91,12 @@ type tinyLFUPolicy struct {
 
 	queues // indexed by seg: window, probation, protected
 
-	sk     sketch
-	reads  readBuffer
-	misses missBuffer
-	recent [64]uint32 // fingerprints of recently drained misses
-	recOK  [64]bool
+	sk sketch
+	// recent pairs a Miss with the Add of the same key (see pairRef):
+	// fingerprints of recent Misses and Adds, by fingerprint, and which
+	// of the two each was.
+	recent     [64]uint32
+	recentKind [64]refKind
 
 	hits, missN int
 	prevRate    float64
@@ -146,15 +146,28 @@ func (p *tinyLFUPolicy) move(h Handle, s uint8) {
 	p.link(h, s)
 }
 
-// drain replays the events buffered by Access and Miss.
-func (p *tinyLFUPolicy) drain() {
-	p.misses.drain(func(hash uint64) {
-		fp := fingerprint(hash)
-		p.sk.increment(fp)
-		p.recent[fp&63] = fp
-		p.recOK[fp&63] = true
-	})
-	p.reads.drain(p.onAccess)
+// refKind says what put a fingerprint in tinyLFUPolicy.recent.
+type refKind uint8
+
+const (
+	refNone refKind = iota // the entry is unused or already paired
+	refMiss
+	refAdd
+)
+
+// pairRef reports whether a reference of kind k to fingerprint fp (a Miss
+// or an Add) completes a pair with a recent reference of the other kind to
+// the same fingerprint: a cache-aside read that missed and the write that
+// followed are one reference, counted once by the sketch, whichever the
+// engine delivers first. Otherwise it records this one.
+func (p *tinyLFUPolicy) pairRef(fp uint32, k refKind) bool {
+	i := fp & 63
+	if p.recent[i] == fp && p.recentKind[i] != refNone && p.recentKind[i] != k {
+		p.recentKind[i] = refNone
+		return true
+	}
+	p.recent[i], p.recentKind[i] = fp, k
+	return false
 }
 
 func (p *tinyLFUPolicy) onAccess(h Handle) {
@@ -266,7 +279,6 @@ func (p *tinyLFUPolicy) decreaseWindow() {
 
 // Add implements Policy.
 func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
-	p.drain()
 	if p.tracked(h) {
 		p.update(h, e)
 		return
@@ -294,9 +306,7 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 		p.sk.setPeriod(p.est)
 		p.sk.ensure(p.est)
 	}
-	if i := fp & 63; p.recOK[i] && p.recent[i] == fp {
-		p.recOK[i] = false // the Miss that preceded this Add counted it
-	} else {
+	if !p.pairRef(fp, refAdd) {
 		p.sk.increment(fp)
 	}
 	p.maintain()
@@ -304,7 +314,6 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 
 // Update implements Policy.
 func (p *tinyLFUPolicy) Update(h Handle, e Entry) {
-	p.drain()
 	if !p.tracked(h) {
 		p.Add(h, e)
 		return
@@ -338,7 +347,6 @@ func (p *tinyLFUPolicy) onAccessOrder(h Handle) {
 
 // Remove implements Policy.
 func (p *tinyLFUPolicy) Remove(h Handle) {
-	p.drain()
 	if !p.tracked(h) {
 		return
 	}
@@ -348,19 +356,22 @@ func (p *tinyLFUPolicy) Remove(h Handle) {
 	p.count--
 }
 
-// Access implements Policy. It is safe for concurrent use and never blocks.
+// Access implements Policy.
 func (p *tinyLFUPolicy) Access(h Handle) {
 	if int(h) < p.nodes.len() {
-		p.reads.push(h)
+		p.onAccess(h)
 	}
 }
 
-// Miss implements Policy. It is safe for concurrent use and never blocks.
-func (p *tinyLFUPolicy) Miss(hash uint64) { p.misses.push(hash) }
+// Miss implements Policy.
+func (p *tinyLFUPolicy) Miss(hash uint64) {
+	if fp := fingerprint(hash); !p.pairRef(fp, refMiss) {
+		p.sk.increment(fp)
+	}
+}
 
 // Victim implements Policy.
 func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
-	p.drain()
 	if p.count == 0 {
 		return 0, false
 	}
