@@ -189,7 +189,7 @@ func WriteMarkdown(w io.Writer, tables []*Table, ref []RefRow, cmd, timing strin
 	p("Peers: otter v2.4.0 (synchronous Executor, so eviction happens before Set returns), theine v0.6.3 and ristretto v2.4.2 (`Wait()` after every Set), golang-lru v2.0.7 LRU and 2Q, ttlcache v3 (WithCapacity). ")
 	p("otter, theine and ristretto seed their hashes (or sampling) at random, so their cells vary from run to run: otter's are the mean of `-runs` runs (3 by default), theine's and ristretto's of `-slow-runs` (1 by default, as `Wait` makes them slow); tide's policies alone are deterministic except allkeys-lfu, whose Morris counter draws from the runtime's random source; through the engine they are not (random hash seed). ")
 	p("go-cache (never evicts), freecache and bigcache (byte caps over ring-buffer segments: no setting means N entries) are not simulated. volatile-* policies are the allkeys-* algorithms on the entries with a TTL and the traces have none, so they are not listed.\n\n")
-	p("Columns: `tide adaptive` is the candidate for the recommended policy (evict.Adaptive; bench.RecommendedPolicy is still evict.TinyLFU) alone in the simulator, averaged over `-engine-runs` fixed hash seeds (its choices depend on hash values: sampling, sketch collisions); `tide adaptive (engine)` is the same policy driving a real `engine.Engine` (sim.EngineCache: Get, and Set on a miss; 8-byte keys and %d-byte values, MaxBytes = capacity × %d bytes, so it holds exactly capacity entries; the engine's default shard count for that cap; per-shard policy instances under the engine-wide budget; the engine seeds its hash at random, so it is the mean of `-engine-runs` runs; with one shard, which every cap below 8192 entries gets, the two columns differ only by the hash seeds). ", EngineValueSize, EngineEntrySize)
+	p("Columns: `tide adaptive` is the candidate for the recommended policy (evict.Adaptive; bench.RecommendedPolicy is still evict.TinyLFU) alone in the simulator, averaged over fixed hash seeds 0, 1, … (its choices depend on hash values: sampling, sketch collisions): at least `-engine-runs`, and more on a short trace, so that a cell averages at least `-engine-accesses` accesses in all (up to 32 seeds; the count is under each trace's heading), since a short trace's hit ratio spreads over several points from seed to seed; `tide adaptive (engine)` is the same policy driving a real `engine.Engine` (sim.EngineCache: Get, and Set on a miss; 8-byte keys and %d-byte values, MaxBytes = capacity × %d bytes, so it holds exactly capacity entries; the engine's default shard count for that cap; per-shard policy instances under the engine-wide budget; the engine seeds its hash at random, so it is the mean of as many runs as the policy-only column has seeds; with one shard, which every cap below 8192 entries gets, the two columns differ only by the hash seeds). ", EngineValueSize, EngineEntrySize)
 	p("`OPT` is Bélády's clairvoyant policy with bypass (sim.OPT): it reads the trace ahead, so it is the ceiling, not a cache, and is never bold.\n\n")
 	p("Bold: best usable cache in the row. Δ otter = adaptive − otter; Δ best2 = adaptive − max(tinylfu, s3fifo); eng − pol = adaptive (engine) − adaptive; to OPT = OPT − adaptive; all in points.\n\n")
 
@@ -258,7 +258,13 @@ func WriteMarkdown(w io.Writer, tables []*Table, ref []RefRow, cmd, timing strin
 
 	for _, t := range tables {
 		p("## %s\n\n", t.Trace.Title)
-		p("`%s`, %d accesses. Chart: [charts/hitratio-%s.svg](charts/hitratio-%s.svg)\n\n", t.Trace.Name, t.Accesses, t.Trace.Name, t.Trace.Name)
+		seeds := ""
+		for _, c := range t.Contenders {
+			if c.Name == ColAdaptive && c.Runs > 1 {
+				seeds = fmt.Sprintf("; tide adaptive: mean of %d hash seeds", c.Runs)
+			}
+		}
+		p("`%s`, %d accesses%s. Chart: [charts/hitratio-%s.svg](charts/hitratio-%s.svg)\n\n", t.Trace.Name, t.Accesses, seeds, t.Trace.Name, t.Trace.Name)
 		a, o, e, op := t.col(ColAdaptive), t.col(ColOtter), t.col(ColEngine), t.col(ColOPT)
 		type extra struct {
 			name string

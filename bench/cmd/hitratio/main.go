@@ -39,7 +39,8 @@ func main() {
 		peers   = flag.Bool("peers", true, "include the peer caches")
 		runs    = flag.Int("runs", 3, "runs to average for otter, whose result varies between runs (random hash seed)")
 		slow    = flag.Int("slow-runs", 1, "runs to average for theine and ristretto (random seeds too, but slow: Wait after every Set)")
-		engRuns = flag.Int("engine-runs", 3, "hash seeds to average for tide adaptive, alone and through the engine (whose seed is random)")
+		engRuns = flag.Int("engine-runs", 3, "hash seeds to average for tide adaptive, alone and through the engine (whose seed is random); at least")
+		engAcc  = flag.Int("engine-accesses", 300_000, "on a short trace, more seeds for tide adaptive, so that each of its cells averages at least this many accesses (up to 32 seeds)")
 		opt     = flag.Bool("opt", true, "include Bélády's OPT (the clairvoyant ceiling)")
 		workers = flag.Int("workers", 0, "parallel simulations (0 = 2×GOMAXPROCS: theine and ristretto spend time blocked in Wait)")
 		dir     = flag.String("dir", "", "trace directory (default $"+sim.EnvTraces+" or <repo>/../shared/traces)")
@@ -49,7 +50,7 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	if *quick {
-		*runs, *slow, *engRuns = 1, 1, 1
+		*runs, *slow, *engRuns, *engAcc = 1, 1, 1, 0
 	}
 	if *workers <= 0 {
 		*workers = 2 * runtime.GOMAXPROCS(0)
@@ -93,27 +94,33 @@ func main() {
 		log.Fatalf("hitratio: no trace selected (have %s)", names())
 	}
 
-	var cs []sim.Contender
-	for _, c := range sim.TideContenders() {
-		if c.Engine || c.NewSeeded != nil {
-			c = sim.Averaged(c, *engRuns)
-		}
-		cs = append(cs, c)
-	}
-	if *opt {
-		cs = append(cs, sim.OPTContender)
-	}
-	cs = append(cs, sim.LRUContender)
-	if *peers {
-		for _, p := range sim.Peers() {
-			switch p.Name {
-			case "otter":
-				p = sim.Averaged(p, *runs)
-			case "theine", "ristretto":
-				p = sim.Averaged(p, *slow)
+	// contenders returns the contenders for a trace of n accesses: the
+	// hash-seeded tide columns average over more seeds on a short trace,
+	// whose hit ratio spreads over several points from seed to seed.
+	contenders := func(n int) []sim.Contender {
+		var cs []sim.Contender
+		for _, c := range sim.TideContenders() {
+			if c.Engine || c.NewSeeded != nil {
+				c = sim.Averaged(c, seedRuns(*engRuns, *engAcc, n))
 			}
-			cs = append(cs, p)
+			cs = append(cs, c)
 		}
+		if *opt {
+			cs = append(cs, sim.OPTContender)
+		}
+		cs = append(cs, sim.LRUContender)
+		if *peers {
+			for _, p := range sim.Peers() {
+				switch p.Name {
+				case "otter":
+					p = sim.Averaged(p, *runs)
+				case "theine", "ristretto":
+					p = sim.Averaged(p, *slow)
+				}
+				cs = append(cs, p)
+			}
+		}
+		return cs
 	}
 
 	start := time.Now()
@@ -130,6 +137,7 @@ func main() {
 		if err != nil {
 			log.Fatalf("hitratio: %s: %v (set -dir or $%s)", t.Name, err, sim.EnvTraces)
 		}
+		cs := contenders(len(keys))
 		tab := &sim.Table{Trace: t, Accesses: len(keys), Contenders: cs}
 		tab.Ratios = sim.Run(keys, t.Caps, cs, *workers)
 		tables = append(tables, tab)
@@ -184,4 +192,14 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// seedRuns is how many hash seeds a seeded column of a trace of n accesses
+// averages: at least runs, and enough that they cover minAccesses
+// accesses in all, up to 32.
+func seedRuns(runs, minAccesses, n int) int {
+	if n <= 0 || minAccesses <= 0 {
+		return runs
+	}
+	return max(runs, min(32, (minAccesses+n-1)/n))
 }
