@@ -123,8 +123,10 @@ func (s *shard) drainIfFree() bool {
 
 // drainReadsLocked hands the logged reads to the policy. A slot claimed by
 // a reader that has not stored it yet is read stale: the event is lost or
-// reported for an older slot, which is harmless for a lossy log; a slot no
-// longer tracked (removed, pinned, reused by an untracked entry) is skipped.
+// reported for an older slot, which is harmless for a lossy log. A slot is
+// handed over as it was logged (the reader saw it tracked), without
+// looking at the entry again (two cache misses an event): a policy ignores
+// an Access to a handle it no longer tracks (the evict.Policy contract).
 // s.rw must be held exclusively (by s.mu.Lock, or by drainIfFree).
 func (s *shard) drainReadsLocked() {
 	l := s.rlog
@@ -136,10 +138,7 @@ func (s *shard) drainReadsLocked() {
 		st := &l.access[i]
 		t := st.tail.Load()
 		for j := st.head.Load(); j != t; j++ {
-			slot := st.slots[j%accessSlots].Load()
-			if int(slot) < len(s.ents) && s.ents[slot] != 0 && s.at(slot).flags()&flagTracked != 0 {
-				s.pol.Access(evict.Handle(slot))
-			}
+			s.pol.Access(evict.Handle(st.slots[j%accessSlots].Load()))
 		}
 		st.head.Store(t)
 	}

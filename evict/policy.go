@@ -16,9 +16,9 @@
 // the lock, and before every Victim. A policy therefore sees a read's
 // Access or Miss after the read, possibly after later writes (a Miss may
 // arrive after the Add of the same key), and a few events are lost when
-// many readers contend for the same shard. The engine drops a logged
-// Access whose handle it no longer tracks, but one whose handle was
-// removed and reused in between reaches the policy for the new entry.
+// many readers contend for the same shard. A logged Access may name a
+// handle removed since (a policy ignores an Access to a handle it does not
+// track) or removed and reused (it then counts for the new entry).
 package evict
 
 // Handle names one resident entry of a shard. The engine assigns handles
@@ -47,7 +47,8 @@ type Policy interface {
 	// Remove forgets h, whatever the cause (deleted, expired, evicted,
 	// replaced by an unevictable entry). After Remove, h may be reused.
 	Remove(h Handle)
-	// Access records a read hit on h.
+	// Access records a read hit on h, or does nothing if h is not
+	// tracked (see the package doc: a logged hit may arrive late).
 	Access(h Handle)
 	// Miss records a read of an absent key with the given hash (frequency
 	// sketches count these).
