@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tidekv/tide/clock"
 	"github.com/tidekv/tide/evict"
 )
 
@@ -301,6 +303,99 @@ func TestReadsRacingWritersCountExactlyAndSeeWholeValues(t *testing.T) {
 	st := e.Stats()
 	if want := uint64(readers * each / 2); st.Hits != want || st.Misses != want {
 		t.Fatalf("hits, misses = %d, %d, want %d each", st.Hits, st.Misses, want)
+	}
+	mustCheck(t, e)
+}
+
+// Once a read reports a key with a TTL missing (its deadline passed), no
+// later read reports it present, while the clock runs and writers change
+// the same shard (lock-free reads of keys with a deadline among them).
+// Every present value is the one stored. A stress check of the promise;
+// TestEveryOpReadsClockUnderShardLock is the deterministic guard of how
+// lock-free reads read the clock.
+func TestExpiredKeyStaysMissingUnderLockFreeReads(t *testing.T) {
+	clk := clock.NewManual(t0)
+	e, _ := newTest(t, Config{Shards: 1, Clock: clk, ExpiryInterval: time.Hour})
+	const keys = 200
+	for i := range keys {
+		if _, err := e.SetTTL("t"+strconv.Itoa(i), []byte("value"+strconv.Itoa(i)), time.Duration(1+i)*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var missing [keys]atomic.Bool
+	var wrong atomic.Int32
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(2)
+	go func() { // the clock
+		defer wg.Done()
+		for range keys + 10 {
+			clk.Advance(time.Millisecond)
+			runtime.Gosched()
+		}
+		close(stop)
+	}()
+	go func() { // a writer of other keys of the shard
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e.Set("w"+strconv.Itoa(i%64), []byte("w"))
+		}
+	}()
+	for r := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := (i*7 + r*31) % keys
+				key, want := "t"+strconv.Itoa(k), "value"+strconv.Itoa(k)
+				gone := missing[k].Load() // reported missing before this read began
+				var ok bool
+				switch (i + r) % 3 {
+				case 0:
+					var v []byte
+					v, ok = e.Get(key)
+					ok = ok && (string(v) == want || wrong.Add(1) < 0)
+				case 1:
+					buf, ok = e.AppendGet(buf[:0], key)
+					ok = ok && (string(buf) == want || wrong.Add(1) < 0)
+				default:
+					ok = e.View(key, func(v []byte) {
+						if string(v) != want {
+							wrong.Add(1)
+						}
+					})
+				}
+				if ok && gone {
+					t.Errorf("%s read present after a read reported it missing", key)
+					return
+				}
+				if !ok {
+					missing[k].Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := wrong.Load(); n > 0 {
+		t.Fatalf("%d reads saw a value other than the one stored", n)
+	}
+	for k := range keys {
+		if !missing[k].Load() {
+			if _, ok := e.Get("t" + strconv.Itoa(k)); ok {
+				t.Fatalf("t%d still present after its deadline", k)
+			}
+		}
 	}
 	mustCheck(t, e)
 }

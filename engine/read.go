@@ -18,7 +18,6 @@ func (e *Engine) Get(key string) ([]byte, bool) {
 // allocates nothing when dst has room.
 func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s, h := e.shardFor(key)
-optimistic:
 	for range peekTries {
 		switch pk := e.peek(s, key, h); pk.r {
 		case peekHit:
@@ -31,8 +30,9 @@ optimistic:
 			dst = dst[:n]
 		case peekMiss:
 			return dst, false
-		case peekLocked:
-			break optimistic
+		case peekDue:
+			e.expireDue(s, key, h)
+			return dst, false
 		}
 		s.mu.awaitWriter()
 	}
@@ -73,7 +73,6 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
 	vc := s.viewCountsLoad().enter()
 	defer vc.Add(-1)
-optimistic:
 	for range peekTries {
 		switch pk := e.peek(s, key, h); pk.r {
 		case peekHit:
@@ -87,8 +86,9 @@ optimistic:
 			}
 		case peekMiss:
 			return false
-		case peekLocked:
-			break optimistic
+		case peekDue:
+			e.expireDue(s, key, h)
+			return false
 		}
 		s.mu.awaitWriter()
 	}
@@ -140,10 +140,10 @@ func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
 type peekResult uint8
 
 const (
-	peekRetry  peekResult = iota // inconclusive (a writer was at work): try again
-	peekLocked                   // the key has a deadline: read under the lock
+	peekRetry peekResult = iota // inconclusive (a writer was at work): try again
 	peekHit
 	peekMiss
+	peekDue // the key's deadline had passed (validated): expire it, report a miss
 )
 
 // A read that finds a writer at work in its shard (peekRetry) waits for
@@ -191,8 +191,14 @@ type peeked struct {
 // writer at work, a word pointing outside the arrays the reader holds (a
 // stale view) — is peekRetry: the caller waits for the writer and tries
 // again (see peekTries), then reads under the lock. A key with a deadline
-// is peekLocked: its read must read the clock under the lock, so the
-// caller reads under the lock at once.
+// reads the engine's clock between the first read of the count and the
+// validation, which is what reading it under the lock means for a seqlock
+// reader: no writer ran between the reading and the state it is compared
+// with, so the decision (live, or due: peekDue, validated here) is that of
+// the instant of the reading, and a reading that a writer may have made
+// stale fails the validation. (TestEveryOpReadsClockUnderShardLock checks
+// it: its clock changes the shard at every reading taken without the
+// lock, and the read must not decide on such a reading.)
 // peek writes no memory shared by all readers of the shard.
 func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 	seq := s.mu.seq.Load()
@@ -227,8 +233,11 @@ func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 		if !keyEqual(p.arena, off+hdrSize, key) {
 			continue
 		}
-		if atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)) != 0 {
-			return peeked{r: peekLocked}
+		if d := int64(atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline))); d != 0 && e.now() >= d {
+			if s.mu.seq.Load() != seq {
+				return peeked{}
+			}
+			return peeked{r: peekDue}
 		}
 		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kl), vlen: int(vl), kw: kw, slot: slot, seq: seq}
 	}
@@ -401,6 +410,13 @@ func (e *Engine) Items() iter.Seq2[string, Item] {
 			}
 		}
 	}
+}
+
+// expireDue is a read's end when peek found key due: the key is removed
+// (lazy expiry) and the read counts a miss.
+func (e *Engine) expireDue(s *shard, key string, h uint64) {
+	e.expireNow(s, key, h)
+	e.countRead(false)
 }
 
 // expireNow removes key if it is (still) due: lazy expiry, upgraded to the
