@@ -170,6 +170,9 @@ func ReferenceCheck(workers int) []RefRow {
 	return rows
 }
 
+// CapName is how the report labels capacity c ("2k", "1250").
+func CapName(c int) string { return capName(c) }
+
 func capName(c int) string {
 	if c >= 1000 && c%1000 == 0 {
 		return fmt.Sprintf("%dk", c/1000)
@@ -187,7 +190,7 @@ func WriteMarkdown(w io.Writer, tables []*Table, ref []RefRow, cmd, timing strin
 	p("Method (Caffeine's, otter's, theine's): capacity in entries, cold start, every access is a read, a miss inserts the key, hit ratio = hits / accesses, in percent. ")
 	p("tide's policies run through `sim.PolicyCache`, which calls them exactly as the engine does (Access on a hit; Miss, then Victim/Remove while full, then Add on a miss; every entry has Size 1, so the byte cap is the capacity; the clock advances 1µs per access). ")
 	p("Peers: otter v2.4.0 (synchronous Executor, so eviction happens before Set returns), theine v0.6.3 and ristretto v2.4.2 (`Wait()` after every Set), golang-lru v2.0.7 LRU and 2Q, ttlcache v3 (WithCapacity). ")
-	p("otter, theine and ristretto seed their hashes (or sampling) at random, so their cells vary from run to run: otter's are the mean of `-runs` runs (3 by default), theine's and ristretto's of `-slow-runs` (1 by default, as `Wait` makes them slow); tide's policies alone are deterministic except allkeys-lfu, whose Morris counter draws from the runtime's random source; through the engine they are not (random hash seed). ")
+	p("otter, theine and ristretto seed their hashes (or sampling) at random, so their cells vary from run to run: otter's are the mean of `-runs` runs (3 by default; more on a short trace, as for `tide adaptive` below), theine's and ristretto's of `-slow-runs` (1 by default, as `Wait` makes them slow); tide's policies alone are deterministic except allkeys-lfu, whose Morris counter draws from the runtime's random source; through the engine they are not (random hash seed). ")
 	p("go-cache (never evicts), freecache and bigcache (byte caps over ring-buffer segments: no setting means N entries) are not simulated. volatile-* policies are the allkeys-* algorithms on the entries with a TTL and the traces have none, so they are not listed.\n\n")
 	p("Columns: `tide adaptive` is the candidate for the recommended policy (evict.Adaptive; bench.RecommendedPolicy is still evict.TinyLFU) alone in the simulator, averaged over fixed hash seeds 0, 1, … (its choices depend on hash values: sampling, sketch collisions): at least `-engine-runs`, and more on a short trace, so that a cell averages at least `-engine-accesses` accesses in all (up to 32 seeds; the count is under each trace's heading), since a short trace's hit ratio spreads over several points from seed to seed; `tide adaptive (engine)` is the same policy driving a real `engine.Engine` (sim.EngineCache: Get, and Set on a miss; 8-byte keys and %d-byte values, MaxBytes = capacity × %d bytes, so it holds exactly capacity entries; the engine's default shard count for that cap; per-shard policy instances under the engine-wide budget; the engine seeds its hash at random, so it is the mean of as many runs as the policy-only column has seeds; with one shard, which every cap below 8192 entries gets, the two columns differ only by the hash seeds). ", EngineValueSize, EngineEntrySize)
 	p("`OPT` is Bélády's clairvoyant policy with bypass (sim.OPT): it reads the trace ahead, so it is the ceiling, not a cache, and is never bold.\n\n")

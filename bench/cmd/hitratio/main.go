@@ -40,11 +40,13 @@ func main() {
 		runs    = flag.Int("runs", 3, "runs to average for otter, whose result varies between runs (random hash seed)")
 		slow    = flag.Int("slow-runs", 1, "runs to average for theine and ristretto (random seeds too, but slow: Wait after every Set)")
 		engRuns = flag.Int("engine-runs", 3, "hash seeds to average for tide adaptive, alone and through the engine (whose seed is random); at least")
-		engAcc  = flag.Int("engine-accesses", 300_000, "on a short trace, more seeds for tide adaptive, so that each of its cells averages at least this many accesses (up to 32 seeds)")
+		engAcc  = flag.Int("engine-accesses", 300_000, "on a short trace, more seeds (runs) for tide adaptive and otter, so that each of their cells averages at least this many accesses (up to 32)")
 		opt     = flag.Bool("opt", true, "include Bélády's OPT (the clairvoyant ceiling)")
 		workers = flag.Int("workers", 0, "parallel simulations (0 = 2×GOMAXPROCS: theine and ristretto spend time blocked in Wait)")
 		dir     = flag.String("dir", "", "trace directory (default $"+sim.EnvTraces+" or <repo>/../shared/traces)")
 		out     = flag.String("out", "", "markdown output (default <repo>/bench/HITRATIO.md; \"-\" = stdout; -quick defaults to stdout)")
+		reuse   = flag.String("reuse", "", "an earlier report (HITRATIO.md) whose -reuse-cols columns are carried over instead of simulated again (for columns whose code did not change; the report says so)")
+		reuseCl = flag.String("reuse-cols", "otter,theine,ristretto,golang-lru,golang-lru 2Q,ttlcache,OPT,exact LRU", "the columns -reuse carries over")
 		charts  = flag.String("charts", "", "chart directory (default <repo>/bench/charts; \"none\" to skip; -quick defaults to none)")
 	)
 	flag.Parse()
@@ -113,7 +115,10 @@ func main() {
 			for _, p := range sim.Peers() {
 				switch p.Name {
 				case "otter":
-					p = sim.Averaged(p, *runs)
+					// otter's hash seed is random too: the same rule
+					// as tide's seeded columns, so that the goals
+					// compare means of equally many runs.
+					p = sim.Averaged(p, seedRuns(*runs, *engAcc, n))
 				case "theine", "ristretto":
 					p = sim.Averaged(p, *slow)
 				}
@@ -122,6 +127,15 @@ func main() {
 		}
 		return cs
 	}
+
+	var prev reused
+	if *reuse != "" {
+		var err error
+		if prev, err = readReport(*reuse); err != nil {
+			log.Fatalf("hitratio: -reuse: %v", err)
+		}
+	}
+	carried := map[string]int{} // column → traces it was carried over for
 
 	start := time.Now()
 	var tables []*sim.Table
@@ -139,7 +153,32 @@ func main() {
 		}
 		cs := contenders(len(keys))
 		tab := &sim.Table{Trace: t, Accesses: len(keys), Contenders: cs}
-		tab.Ratios = sim.Run(keys, t.Caps, cs, *workers)
+		// Simulate every column but those carried over from -reuse.
+		var run []sim.Contender
+		var runAt []int
+		old := map[int][]float64{}
+		for j, c := range cs {
+			// A column this run averages over more runs than -runs
+			// (otter on a short trace) is simulated again.
+			if v, ok := prev.column(t.Name, c.Name, t.Caps); ok && contains(strings.Split(*reuseCl, ","), c.Name) && c.Runs <= max(*runs, *slow) {
+				old[j] = v
+				carried[c.Name]++
+				continue
+			}
+			run = append(run, c)
+			runAt = append(runAt, j)
+		}
+		res := sim.Run(keys, t.Caps, run, *workers)
+		tab.Ratios = make([][]float64, len(t.Caps))
+		for i := range tab.Ratios {
+			tab.Ratios[i] = make([]float64, len(cs))
+			for j, v := range old {
+				tab.Ratios[i][j] = v[i]
+			}
+			for k, j := range runAt {
+				tab.Ratios[i][j] = res[i][k]
+			}
+		}
 		tables = append(tables, tab)
 		log.Printf("%-10s %9d accesses  %6.1fs", t.Name, len(keys), time.Since(t0).Seconds())
 	}
@@ -162,6 +201,15 @@ func main() {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	timing := fmt.Sprintf("%.0fs wall, %.0fs CPU, GOMAXPROCS=%d, %s", time.Since(start).Seconds(), cpu.Seconds(), runtime.GOMAXPROCS(0), time.Now().UTC().Format("2006-01-02"))
+	if len(carried) > 0 {
+		var cols []string
+		for _, name := range strings.Split(*reuseCl, ",") {
+			if n := carried[name]; n > 0 {
+				cols = append(cols, fmt.Sprintf("%s (%d of %d traces)", name, n, len(tables)))
+			}
+		}
+		timing += fmt.Sprintf("; not simulated again but carried over from the earlier %s (-reuse, for code that did not change): %s", filepath.Base(*reuse), strings.Join(cols, ", "))
+	}
 	sim.WriteMarkdown(w, tables, ref, strings.TrimSpace(cmd), timing)
 	if *charts != "none" {
 		if err := os.MkdirAll(*charts, 0o755); err != nil {
