@@ -27,7 +27,9 @@ import (
 //     arena that filled with garbage); so is an arena whose garbage
 //     exceeds half of it after removals. So Engine.View can hand a value
 //     to a callback that runs with no lock held. Bytes no live record uses
-//     are counted as garbage.
+//     are counted as garbage. The copy, which takes time proportional to
+//     the shard, leaves lock-free readers reading the old arrays (see
+//     openLocked), so it is no pause for them.
 //   - ents []uint32: the arena offset (+1) of each slot's record; 0 marks a
 //     free slot (free slots are kept on a stack and reused). The slot is the
 //     entry's handle for the eviction policy and the expiry index. The array

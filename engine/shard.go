@@ -56,6 +56,10 @@ type shard struct {
 	deadlines evict.DeadlineSetter
 	volatile  bool
 	closed    bool
+	// midCommit is set while a Commit applies its ops to the shard: a
+	// compaction must not show readers a state with only some of them
+	// (see openLocked).
+	midCommit bool
 	// bulk is set while New replays the durability log: an arena that
 	// fills doubles instead of growing by a quarter, and trimLocked ends
 	// it (fewer, larger copies while the whole data set streams in).
@@ -97,7 +101,10 @@ type shard struct {
 // to the policy before it makes seq odd, and Unlock makes a write's
 // deferred policy Update (pendingUpdate) after it makes seq even. Both
 // read storage (ents, flags) without changing it: a reader validating
-// meanwhile reads a state no writer is changing.
+// meanwhile reads a state no writer is changing. So does a compaction
+// (compactLocked), which copies the arena into new arrays while seq is
+// even (openLocked) and makes it odd again to install them, and a reader
+// that drains the read log (drainIfFree), which takes the RWMutex only.
 //
 // The RWMutex is the shard's field rw, a cache line away from seq (see
 // shard's layout), so that RLock and Lock, which write the mutex's state,
@@ -249,7 +256,13 @@ func (s *shard) allocLocked(n int) uint32 {
 // record is visited — a few memory-bandwidth milliseconds per 100 MB where
 // a rebuild follows every slot to a scattered record (a third of the time
 // of replaying a log was rebuilds while arenas grew).
+//
+// Either copy takes time proportional to the shard, so it runs with the
+// shard open to optimistic readers (openLocked): it only reads the old
+// arrays and writes new ones, which it installs once the sequence count is
+// odd again.
 func (s *shard) compactLocked(extra int) {
+	open := s.openLocked()
 	if s.garbage <= len(s.arena)/8 {
 		want := len(s.arena) + extra
 		room := max(want/4, 256)
@@ -257,7 +270,7 @@ func (s *shard) compactLocked(extra int) {
 			room = max(want, 256)
 		}
 		if int64(want)+int64(room) <= maxArena {
-			s.moveLocked((want + room) &^ 7)
+			s.moveLocked((want+room)&^7, open)
 			return
 		}
 	}
@@ -268,13 +281,47 @@ func (s *shard) compactLocked(extra int) {
 	if int64(want) > maxArena {
 		want = int(maxArena)
 	}
-	s.rebuildLocked(want)
+	s.rebuildLocked(want, open)
 }
 
+// openLocked lets optimistic readers read the shard while the writer
+// holding the lock copies the arena (compactLocked), and reports whether
+// it did: it publishes the current arrays and makes the sequence count
+// even, so a reader reads a state in which every change the writer made
+// so far is complete; the copy changes nothing a reader reads; closeLocked
+// makes the count odd again before the new arrays are installed, so a
+// reader that overlapped the install fails its validation. It does not
+// while a Commit is applying its ops (midCommit): a reader would see some
+// of a transaction's writes and not the others.
+func (s *shard) openLocked() bool {
+	if s.midCommit || s.mu.seq.Load()&1 == 0 {
+		return false
+	}
+	s.publishLocked()
+	s.mu.seq.Add(1)
+	if testHookCompacting != nil {
+		testHookCompacting(s)
+	}
+	return true
+}
+
+// closeLocked ends what openLocked opened.
+func (s *shard) closeLocked(open bool) {
+	if open {
+		s.mu.seq.Add(1)
+	}
+}
+
+// testHookCompacting, if set (by tests), is called while a compaction has
+// the shard open to optimistic readers.
+var testHookCompacting func(s *shard)
+
 // rebuildLocked copies the live records into a new arena of capacity n (at
-// least the live bytes), in slot order, and updates ents.
-func (s *shard) rebuildLocked(n int) {
+// least the live bytes), in slot order, with a new ents array pointing into
+// it, and installs both after closeLocked(open).
+func (s *shard) rebuildLocked(n int, open bool) {
 	na := newArena(n &^ 7)
+	ne := make([]uint32, len(s.ents), cap(s.ents))
 	for i, o := range s.ents {
 		if o == 0 {
 			continue
@@ -289,9 +336,10 @@ func (s *shard) rebuildLocked(n int) {
 		na = na[:off+en.recLen()]
 		putHeader(na, uint32(off), en.version(), en.deadline(), en.vlen(), en.klen(), en.flags()&^flagViewed)
 		copy(na[off+hdrSize:], s.arena[int(en.off)+hdrSize:int(en.off)+en.recLen()])
-		atomic.StoreUint32(&s.ents[i], uint32(off)+1)
+		ne[i] = uint32(off) + 1
 	}
-	s.arena = na
+	s.closeLocked(open)
+	s.arena, s.ents = na, ne
 	s.garbage = 0
 }
 
@@ -301,14 +349,16 @@ func (s *shard) rebuildLocked(n int) {
 // copy keeps flags as they are, flagViewed included (conservative: Views
 // of the old array read bytes that are never written again, so only Views
 // of the new one need it). Readers of the old array keep reading bytes
-// that no longer change.
-func (s *shard) moveLocked(n int) {
+// that no longer change. The new array is installed after
+// closeLocked(open).
+func (s *shard) moveLocked(n int, open bool) {
 	na := newArena(n)[:len(s.arena)]
 	src := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(s.arena))), len(s.arena)/8)
 	dst := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(na))), len(na)/8)
 	for i := range src {
 		dst[i] = atomic.LoadUint64(&src[i])
 	}
+	s.closeLocked(open)
 	s.arena = na
 }
 
@@ -322,9 +372,9 @@ func (s *shard) trimLocked() {
 	n := len(s.arena)
 	switch live := n - s.garbage; {
 	case s.garbage > n/8:
-		s.rebuildLocked(live + live/8)
+		s.rebuildLocked(live+live/8, false)
 	case cap(s.arena)-n > n/4+4096:
-		s.moveLocked(n + n/8)
+		s.moveLocked(n+n/8, false)
 	}
 }
 

@@ -230,6 +230,9 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 		return nil, false, err
 	}
 	versions := make([]uint64, len(ops))
+	for _, p := range plans {
+		p.s.midCommit = true
+	}
 	for _, i := range order {
 		op, p := ops[i], plans[i]
 		if op.Delete {
@@ -245,6 +248,9 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 		if e.b != nil {
 			r.held -= p.grow
 		}
+	}
+	for _, p := range plans {
+		p.s.midCommit = false
 	}
 	for s := range excl {
 		s.maybeShrinkLocked()
