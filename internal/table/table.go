@@ -3,14 +3,25 @@
 //
 // Layout: one []uint64 whose words pack a 32-bit tag (the high half of the
 // key hash) and slot+1 (0 marks an empty word). The home position of a word
-// is derived from its tag alone, so the table can grow and delete (by
-// backward shift, no tombstones) without consulting the entries. The table
+// is derived from its tag alone, by range reduction (tag × len / 2^32, see
+// Home), so the array may have any length, and the table can grow and
+// delete (by backward shift, no tombstones) without consulting the entries.
+// Probes run forward and wrap from the last word to the first. The table
 // holds no pointers, so the garbage collector never scans it.
 //
 // The table does not know keys: Find yields every slot whose tag matches and
 // the caller confirms the key. Two keys with equal tags simply occupy two
-// words. Load factor is kept at or below 3/4; memory is 8 bytes per word, on
-// average about 14 bytes per entry.
+// words.
+//
+// Sizing: the load factor is kept at or below 3/4. A table that would pass
+// it grows by an eighth (doubling while it is small, up to growSteps
+// words), so a table that stops growing sits at a load between 2/3 and
+// 3/4, about 11.3 bytes per entry; a power-of-two table (doubling) sat
+// anywhere between 3/8 and 3/4, 14 bytes on average and 16.8 at some
+// sizes. Growing by an eighth rehashes each word about eight times over
+// the life of a growing table instead of once: amortized O(1), a fixed
+// cost per insert. A table less than an eighth full shrinks to a load of
+// about 3/8.
 //
 // A Table is not safe for concurrent mutation; the engine guards it with its
 // shard lock. Concurrent Find calls are safe. Every store to a word of the
@@ -20,9 +31,18 @@
 // count), never a data race.
 package table
 
-import "sync/atomic"
+import (
+	"math/bits"
+	"slices"
+	"sync/atomic"
+)
 
-const minSize = 8
+const (
+	minSize = 8
+	// growSteps: a table smaller than this many words doubles; a larger
+	// one grows by an eighth.
+	growSteps = 1024
+)
 
 // Table maps tags to slots. The zero value is an empty table ready to use.
 type Table struct {
@@ -33,7 +53,22 @@ type Table struct {
 // Tag is the part of a key hash the table stores.
 func Tag(hash uint64) uint32 { return uint32(hash >> 32) }
 
-func (t *Table) home(tag uint32) int { return int(tag) & (len(t.words) - 1) }
+// home is the word where a probe for tag starts in an array of n words:
+// floor(tag × n / 2^32), which is below n for every n.
+func home(tag uint32, n int) int {
+	hi, _ := bits.Mul64(uint64(tag)<<32, uint64(n))
+	return int(hi)
+}
+
+func (t *Table) home(tag uint32) int { return home(tag, len(t.words)) }
+
+// next is the word after i in an array of n words.
+func next(i, n int) int {
+	if i++; i == n {
+		return 0
+	}
+	return i
+}
 
 // Len returns the number of slots stored.
 func (t *Table) Len() int { return t.n }
@@ -45,20 +80,10 @@ func (t *Table) Cap() int { return len(t.words) }
 // match returns true; it returns that slot and true, or false if none
 // matched. match must not modify the table.
 func (t *Table) Find(tag uint32, match func(slot uint32) bool) (uint32, bool) {
-	if len(t.words) == 0 {
-		return 0, false
-	}
-	mask := len(t.words) - 1
-	for i := t.home(tag); ; i = (i + 1) & mask {
-		w := t.words[i]
-		if w == 0 {
-			return 0, false
-		}
-		if uint32(w>>32) == tag {
-			s := uint32(w) - 1
-			if match(s) {
-				return s, true
-			}
+	for i := t.Start(tag); ; {
+		s, ok := t.Next(tag, &i)
+		if !ok || match(s) {
+			return s, ok
 		}
 	}
 }
@@ -79,15 +104,15 @@ func (t *Table) Next(tag uint32, i *int) (uint32, bool) {
 	if *i < 0 {
 		return 0, false
 	}
-	mask := len(t.words) - 1
-	for j := *i; ; j = (j + 1) & mask {
-		w := t.words[j]
+	words := t.words
+	for j := *i; ; j = next(j, len(words)) {
+		w := words[j]
 		if w == 0 {
 			*i = -1
 			return 0, false
 		}
 		if uint32(w>>32) == tag {
-			*i = (j + 1) & mask
+			*i = next(j, len(words))
 			return uint32(w) - 1, true
 		}
 	}
@@ -103,28 +128,39 @@ func (t *Table) Words() []uint64 { return t.words }
 // mutation may skip or repeat words; it gives up (false, with *i = -1)
 // after len(words) words. Start the probe at Home(words, tag).
 func LoadNext(words []uint64, tag uint32, i *int) (uint32, bool) {
-	if *i < 0 || len(words) == 0 {
+	if *i < 0 || *i >= len(words) {
+		*i = -1
 		return 0, false
 	}
-	mask := len(words) - 1
-	j := *i & mask
+	j := *i
 	for range len(words) {
 		w := atomic.LoadUint64(&words[j])
 		if w == 0 {
 			break
 		}
 		if uint32(w>>32) == tag {
-			*i = (j + 1) & mask
+			*i = next(j, len(words))
 			return uint32(w) - 1, true
 		}
-		j = (j + 1) & mask
+		j = next(j, len(words))
 	}
 	*i = -1
 	return 0, false
 }
 
-// Home is where a probe for tag starts in words (from Words).
-func Home(words []uint64, tag uint32) int { return int(tag) & (len(words) - 1) }
+// Home is where a probe for tag starts in words (from Words); -1 if words
+// is empty.
+func Home(words []uint64, tag uint32) int {
+	if len(words) == 0 {
+		return -1
+	}
+	return home(tag, len(words))
+}
+
+// Ahead returns the index of the word d words after word i in words (from
+// Words), wrapping as a probe does, for a caller that warms a probe's later
+// words; words must not be empty.
+func Ahead(words []uint64, i, d int) int { return (i + d) % len(words) }
 
 // Touch loads the word where a probe for tag starts and returns it, so
 // that a caller can warm the cache line before it needs it.
@@ -139,17 +175,24 @@ func (t *Table) Touch(tag uint32) uint64 {
 // stored.
 func (t *Table) Insert(tag uint32, slot uint32) {
 	if (t.n+1)*4 > len(t.words)*3 {
-		t.resize(max(minSize, len(t.words)*2))
+		t.resize(grown(len(t.words)))
 	}
 	t.put(tag, slot)
 	t.n++
 }
 
+// grown is the size a table of n words grows to.
+func grown(n int) int {
+	if n < growSteps {
+		return max(minSize, 2*n)
+	}
+	return n + n/8
+}
+
 func (t *Table) put(tag uint32, slot uint32) {
-	mask := len(t.words) - 1
 	i := t.home(tag)
 	for t.words[i] != 0 {
-		i = (i + 1) & mask
+		i = next(i, len(t.words))
 	}
 	atomic.StoreUint64(&t.words[i], uint64(tag)<<32|uint64(slot+1))
 }
@@ -160,7 +203,7 @@ func (t *Table) Delete(tag uint32, slot uint32) bool {
 		return false
 	}
 	want := uint64(tag)<<32 | uint64(slot+1)
-	mask := len(t.words) - 1
+	n := len(t.words)
 	i := t.home(tag)
 	for {
 		w := t.words[i]
@@ -170,13 +213,13 @@ func (t *Table) Delete(tag uint32, slot uint32) bool {
 		if w == want {
 			break
 		}
-		i = (i + 1) & mask
+		i = next(i, n)
 	}
 	// Backward-shift deletion: pull later words of the cluster into the
 	// hole when the hole lies between their home and their position.
 	j := i
 	for {
-		j = (j + 1) & mask
+		j = next(j, n)
 		w := t.words[j]
 		if w == 0 {
 			break
@@ -192,8 +235,8 @@ func (t *Table) Delete(tag uint32, slot uint32) bool {
 	t.n--
 	if t.n == 0 {
 		t.words = nil
-	} else if len(t.words) > 64 && t.n*8 < len(t.words) {
-		t.resize(len(t.words) / 2)
+	} else if n > 64 && t.n*8 < n {
+		t.resize(max(minSize, t.n*8/3))
 	}
 	return true
 }
@@ -204,8 +247,7 @@ func (t *Table) Replace(tag uint32, old, new uint32) bool {
 		return false
 	}
 	want := uint64(tag)<<32 | uint64(old+1)
-	mask := len(t.words) - 1
-	for i := t.home(tag); t.words[i] != 0; i = (i + 1) & mask {
+	for i := t.home(tag); t.words[i] != 0; i = next(i, len(t.words)) {
 		if t.words[i] == want {
 			atomic.StoreUint64(&t.words[i], uint64(tag)<<32|uint64(new+1))
 			return true
@@ -217,9 +259,12 @@ func (t *Table) Replace(tag uint32, old, new uint32) bool {
 // Reset empties the table and releases its memory.
 func (t *Table) Reset() { *t = Table{} }
 
+// resize rehashes the table into a new array of at least size words (the
+// allocator's size class, which it would round up to anyway).
 func (t *Table) resize(size int) {
 	old := t.words
-	t.words = make([]uint64, size)
+	w := slices.Grow([]uint64(nil), size)
+	t.words = w[:cap(w)]
 	for _, w := range old {
 		if w != 0 {
 			t.put(uint32(w>>32), uint32(w)-1)
@@ -232,12 +277,12 @@ func (t *Table) resize(size int) {
 // It returns the sum of those costs over the stored words and the largest
 // one. Cost O(Cap).
 func (t *Table) ProbeStats() (total, longest int) {
-	mask := len(t.words) - 1
+	n := len(t.words)
 	for i, w := range t.words {
 		if w == 0 {
 			continue
 		}
-		d := (i-t.home(uint32(w>>32)))&mask + 1
+		d := (i-t.home(uint32(w>>32))+n)%n + 1
 		total += d
 		longest = max(longest, d)
 	}
@@ -251,9 +296,8 @@ func (t *Table) MissProbes(tag uint32) int {
 	if len(t.words) == 0 {
 		return 0
 	}
-	mask := len(t.words) - 1
 	n := 1
-	for i := t.home(tag); t.words[i] != 0; i = (i + 1) & mask {
+	for i := t.home(tag); t.words[i] != 0; i = next(i, len(t.words)) {
 		n++
 	}
 	return n

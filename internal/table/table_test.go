@@ -1,10 +1,26 @@
 package table
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"pgregory.net/rapid"
 )
+
+// modelTags is a small set of tags, so that probe sequences collide: runs
+// of neighbours at the low end, in the middle and at the high end (whose
+// clusters wrap from the last word to the first), and a few in between.
+var modelTags = func() []uint32 {
+	var tags []uint32
+	for i := range uint32(8) {
+		tags = append(tags, i, 1<<31+i, math.MaxUint32-i)
+	}
+	for i := range uint32(17) {
+		tags = append(tags, (i+1)*(math.MaxUint32/18))
+	}
+	return tags
+}()
 
 // TestTableModel checks the table against a map of (tag, slot) pairs over
 // random inserts, deletes and replaces, with tags drawn from a small set so
@@ -13,7 +29,7 @@ func TestTableModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var tab Table
 		model := map[uint64]bool{} // tag<<32 | slot
-		tags := rapid.Uint32Range(0, 40)
+		tags := rapid.SampledFrom(modelTags)
 		slots := rapid.Uint32Range(0, 200)
 		check := func(t *rapid.T) {
 			if tab.Len() != len(model) {
@@ -87,6 +103,18 @@ func TestTableModel(t *testing.T) {
 				if got != want {
 					t.Fatalf("probe of tag %d yielded %d slots, want %d", tag, got, want)
 				}
+				// The lock-free probe over the published words agrees.
+				got = 0
+				w := tab.Words()
+				for i := Home(w, tag); ; {
+					if _, ok := LoadNext(w, tag, &i); !ok {
+						break
+					}
+					got++
+				}
+				if got != want {
+					t.Fatalf("LoadNext probe of tag %d yielded %d slots, want %d", tag, got, want)
+				}
 			},
 			"": check,
 		})
@@ -136,7 +164,55 @@ func TestProbeStats(t *testing.T) {
 	if n := tab.MissProbes(0); n != 4 {
 		t.Fatalf("MissProbes(0) = %d, want 4 (three words and the empty one)", n)
 	}
-	if n := tab.MissProbes(5); n != 1 {
-		t.Fatalf("MissProbes(5) = %d, want 1 (an empty home)", n)
+	// The last tag homes at the last word, which is empty.
+	if h := Home(tab.Words(), math.MaxUint32); h != tab.Cap()-1 {
+		t.Fatalf("Home(MaxUint32) = %d, want the last word %d", h, tab.Cap()-1)
+	}
+	if n := tab.MissProbes(math.MaxUint32); n != 1 {
+		t.Fatalf("MissProbes(MaxUint32) = %d, want 1 (an empty home)", n)
+	}
+}
+
+// TestLargeTableStaysNearItsLoadLimit: a large table is never much
+// emptier than its 3/4 limit, whatever the number of entries it stopped
+// growing at, so it costs at most about 12 bytes an entry (a power-of-two
+// table cost up to 21).
+func TestLargeTableStaysNearItsLoadLimit(t *testing.T) {
+	var tab Table
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range uint32(300_000) {
+		tab.Insert(r.Uint32(), i)
+		if tab.Cap() < 16*growSteps {
+			continue
+		}
+		if load := float64(tab.Len()) / float64(tab.Cap()); load < 0.63 || load > 0.75 {
+			t.Fatalf("%d entries in %d words: load %.3f, want within [0.63, 0.75] (2/3, less the allocator's page rounding)", tab.Len(), tab.Cap(), load)
+		}
+	}
+}
+
+// TestShrunkTableKeepsItsEntries: deleting most entries shrinks the table
+// (to a load of about 3/8), and every remaining pair is still found.
+func TestShrunkTableKeepsItsEntries(t *testing.T) {
+	var tab Table
+	r := rand.New(rand.NewPCG(3, 4))
+	tags := make([]uint32, 100_000)
+	for i := range tags {
+		tags[i] = r.Uint32()
+		tab.Insert(tags[i], uint32(i))
+	}
+	peak := tab.Cap()
+	for i := range 95_000 {
+		if !tab.Delete(tags[i], uint32(i)) {
+			t.Fatalf("Delete(%d) = false", i)
+		}
+	}
+	if tab.Cap() >= peak/2 {
+		t.Fatalf("%d entries left in %d words (peak %d): did not shrink", tab.Len(), tab.Cap(), peak)
+	}
+	for i := 95_000; i < len(tags); i++ {
+		if _, ok := tab.Find(tags[i], func(s uint32) bool { return s == uint32(i) }); !ok {
+			t.Fatalf("(%d,%d) lost by the shrink", tags[i], i)
+		}
 	}
 }
