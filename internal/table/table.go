@@ -6,8 +6,14 @@
 // is derived from its tag alone, by range reduction (tag × len / 2^32, see
 // Home), so the array may have any length, and the table can grow and
 // delete (by backward shift, no tombstones) without consulting the entries.
-// Probes run forward and wrap from the last word to the first. The table
-// holds no pointers, so the garbage collector never scans it.
+// Probes run forward and wrap from the last word to the first. Each cluster
+// of occupied words is kept in the order of their homes (Robin Hood
+// linear probing: an insert goes after the words homed at or before its
+// home, shifting the rest forward), so a probe stops at the first word
+// homed after its own, not only at an empty word: a miss examines about
+// as many words as a hit (2.4 instead of 5.3 at the engine's load), which
+// is what lets the load be high. The table holds no pointers, so the
+// garbage collector never scans it.
 //
 // The table does not know keys: Find yields every slot whose tag matches and
 // the caller confirms the key. Two keys with equal tags simply occupy two
@@ -32,6 +38,7 @@
 package table
 
 import (
+	"fmt"
 	"math/bits"
 	"slices"
 	"sync/atomic"
@@ -61,6 +68,15 @@ func home(tag uint32, n int) int {
 }
 
 func (t *Table) home(tag uint32) int { return home(tag, len(t.words)) }
+
+// dist is how many words j lies after h in an array of n words, cyclically:
+// the displacement of a word at j whose home is h.
+func dist(h, j, n int) int {
+	if d := j - h; d >= 0 {
+		return d
+	}
+	return j - h + n
+}
 
 // next is the word after i in an array of n words.
 func next(i, n int) int {
@@ -105,9 +121,10 @@ func (t *Table) Next(tag uint32, i *int) (uint32, bool) {
 		return 0, false
 	}
 	words := t.words
+	h := t.home(tag)
 	for j := *i; ; j = next(j, len(words)) {
 		w := words[j]
-		if w == 0 {
+		if w == 0 || (uint32(w>>32) != tag && passed(w, tag, h, j, len(words))) {
 			*i = -1
 			return 0, false
 		}
@@ -116,6 +133,18 @@ func (t *Table) Next(tag uint32, i *int) (uint32, bool) {
 			return uint32(w) - 1, true
 		}
 	}
+}
+
+// passed reports whether a probe from home h that reached word w at j can
+// stop: w's home lies after h, and the table keeps each cluster in the
+// order of its words' homes, so no word homed at h lies further on.
+func passed(w uint64, tag uint32, h, j, n int) bool {
+	// Homes grow with tags: a word with a smaller tag, met before the
+	// probe wrapped, is homed at or before h (no multiplication needed).
+	if uint32(w>>32) < tag && j >= h {
+		return false
+	}
+	return dist(home(uint32(w>>32), n), j, n) < dist(h, j, n)
 }
 
 // Words returns the table's word array for a lock-free reader (LoadNext).
@@ -133,9 +162,10 @@ func LoadNext(words []uint64, tag uint32, i *int) (uint32, bool) {
 		return 0, false
 	}
 	j := *i
+	h := home(tag, len(words))
 	for range len(words) {
 		w := atomic.LoadUint64(&words[j])
-		if w == 0 {
+		if w == 0 || (uint32(w>>32) != tag && passed(w, tag, h, j, len(words))) {
 			break
 		}
 		if uint32(w>>32) == tag {
@@ -189,10 +219,29 @@ func grown(n int) int {
 	return n + n/8
 }
 
+// put stores the word for (tag, slot) after the words homed at or before
+// its home and before those homed after it (Robin Hood order), shifting
+// the rest of the cluster forward by one word. The shift stores from the
+// cluster's end backward, so a concurrent forward probe sees every word
+// (some twice), though the engine validates such a probe anyway.
 func (t *Table) put(tag uint32, slot uint32) {
-	i := t.home(tag)
-	for t.words[i] != 0 {
-		i = next(i, len(t.words))
+	n := len(t.words)
+	h := t.home(tag)
+	i := h
+	for w := t.words[i]; w != 0 && !passed(w, tag, h, i, n); w = t.words[i] {
+		i = next(i, n)
+	}
+	e := i
+	for t.words[e] != 0 {
+		e = next(e, n)
+	}
+	for e != i {
+		p := e - 1
+		if p < 0 {
+			p = n - 1
+		}
+		atomic.StoreUint64(&t.words[e], t.words[p])
+		e = p
 	}
 	atomic.StoreUint64(&t.words[i], uint64(tag)<<32|uint64(slot+1))
 }
@@ -204,10 +253,11 @@ func (t *Table) Delete(tag uint32, slot uint32) bool {
 	}
 	want := uint64(tag)<<32 | uint64(slot+1)
 	n := len(t.words)
-	i := t.home(tag)
+	h := t.home(tag)
+	i := h
 	for {
 		w := t.words[i]
-		if w == 0 {
+		if w == 0 || (uint32(w>>32) != tag && passed(w, tag, h, i, n)) {
 			return false
 		}
 		if w == want {
@@ -215,21 +265,17 @@ func (t *Table) Delete(tag uint32, slot uint32) bool {
 		}
 		i = next(i, n)
 	}
-	// Backward-shift deletion: pull later words of the cluster into the
-	// hole when the hole lies between their home and their position.
-	j := i
+	// Backward-shift deletion: pull the following words of the cluster
+	// back by one until a word at its home (or an empty one); the words
+	// stay in the order of their homes.
 	for {
-		j = next(j, n)
+		j := next(i, n)
 		w := t.words[j]
-		if w == 0 {
+		if w == 0 || t.home(uint32(w>>32)) == j {
 			break
 		}
-		h := t.home(uint32(w >> 32))
-		// Move w into i unless its home lies cyclically in (i, j].
-		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
-			atomic.StoreUint64(&t.words[i], w)
-			i = j
-		}
+		atomic.StoreUint64(&t.words[i], w)
+		i = j
 	}
 	atomic.StoreUint64(&t.words[i], 0)
 	t.n--
@@ -247,7 +293,9 @@ func (t *Table) Replace(tag uint32, old, new uint32) bool {
 		return false
 	}
 	want := uint64(tag)<<32 | uint64(old+1)
-	for i := t.home(tag); t.words[i] != 0; i = next(i, len(t.words)) {
+	n := len(t.words)
+	h := t.home(tag)
+	for i := h; t.words[i] != 0 && (uint32(t.words[i]>>32) == tag || !passed(t.words[i], tag, h, i, n)); i = next(i, n) {
 		if t.words[i] == want {
 			atomic.StoreUint64(&t.words[i], uint64(tag)<<32|uint64(new+1))
 			return true
@@ -290,17 +338,54 @@ func (t *Table) ProbeStats() (total, longest int) {
 }
 
 // MissProbes returns how many words a probe for tag examines before it
-// stops at an empty word (that word included): the cost of looking up an
-// absent key with this tag.
+// stops (at an empty word or one homed after tag's home, that word
+// included): the cost of looking up an absent key with this tag.
 func (t *Table) MissProbes(tag uint32) int {
 	if len(t.words) == 0 {
 		return 0
 	}
-	n := 1
-	for i := t.home(tag); t.words[i] != 0; i = next(i, len(t.words)) {
-		n++
+	n := len(t.words)
+	h := t.home(tag)
+	probes := 1
+	for i := h; t.words[i] != 0 && (uint32(t.words[i]>>32) == tag || !passed(t.words[i], tag, h, i, n)); i = next(i, n) {
+		probes++
 	}
-	return n
+	return probes
+}
+
+// Check verifies the table's invariants: the count of occupied words, the
+// load limit, and the Robin Hood order (every word lies at or after its
+// home, with no empty word between, and no word lies after one homed
+// later within its cluster). Cost O(Cap).
+func (t *Table) Check() error {
+	n := len(t.words)
+	used := 0
+	for j, w := range t.words {
+		if w == 0 {
+			continue
+		}
+		used++
+		h := t.home(uint32(w >> 32))
+		for k := h; k != j; k = next(k, n) {
+			if t.words[k] == 0 {
+				return fmt.Errorf("table: word %d (home %d) lies past the empty word %d", j, h, k)
+			}
+		}
+		p := j - 1
+		if p < 0 {
+			p = n - 1
+		}
+		if pw := t.words[p]; pw != 0 && j != h && dist(t.home(uint32(pw>>32)), j, n) < dist(h, j, n) {
+			return fmt.Errorf("table: word %d (home %d) follows word %d homed after it", j, h, p)
+		}
+	}
+	if used != t.n {
+		return fmt.Errorf("table: %d words occupied, count %d", used, t.n)
+	}
+	if n > 0 && t.n*4 > n*3 {
+		return fmt.Errorf("table: %d words occupied of %d: load above 3/4", t.n, n)
+	}
+	return nil
 }
 
 // Each calls fn for every stored pair, in table order.

@@ -51,8 +51,8 @@ func TestTableModel(t *testing.T) {
 			if n != len(model) {
 				t.Fatalf("Each yielded %d, model %d", n, len(model))
 			}
-			if tab.Cap() > 0 && tab.Len()*4 > tab.Cap()*3 {
-				t.Fatalf("load %d/%d above 3/4", tab.Len(), tab.Cap())
+			if err := tab.Check(); err != nil {
+				t.Fatal(err)
 			}
 		}
 		t.Repeat(map[string]func(*rapid.T){
