@@ -124,23 +124,27 @@ func (t *Table) Next(tag uint32, i *int) (uint32, bool) {
 	h := t.home(tag)
 	for j := *i; ; j = next(j, len(words)) {
 		w := words[j]
-		if w == 0 || (uint32(w>>32) != tag && passed(w, tag, h, j, len(words))) {
-			*i = -1
-			return 0, false
+		if w == 0 {
+			break
 		}
-		if uint32(w>>32) == tag {
+		if wt := uint32(w >> 32); wt == tag {
 			*i = next(j, len(words))
 			return uint32(w) - 1, true
+		} else if (wt > tag || j < h) && passed(w, tag, h, j, len(words)) {
+			break
 		}
 	}
+	*i = -1
+	return 0, false
 }
 
 // passed reports whether a probe from home h that reached word w at j can
 // stop: w's home lies after h, and the table keeps each cluster in the
 // order of its words' homes, so no word homed at h lies further on.
+// Homes grow with tags, so a word with a smaller tag than the probe's, met
+// before the probe wrapped (j >= h), is homed at or before h: the probes
+// test that inline and call passed only otherwise.
 func passed(w uint64, tag uint32, h, j, n int) bool {
-	// Homes grow with tags: a word with a smaller tag, met before the
-	// probe wrapped, is homed at or before h (no multiplication needed).
 	if uint32(w>>32) < tag && j >= h {
 		return false
 	}
@@ -165,12 +169,14 @@ func LoadNext(words []uint64, tag uint32, i *int) (uint32, bool) {
 	h := home(tag, len(words))
 	for range len(words) {
 		w := atomic.LoadUint64(&words[j])
-		if w == 0 || (uint32(w>>32) != tag && passed(w, tag, h, j, len(words))) {
+		if w == 0 {
 			break
 		}
-		if uint32(w>>32) == tag {
+		if wt := uint32(w >> 32); wt == tag {
 			*i = next(j, len(words))
 			return uint32(w) - 1, true
+		} else if (wt > tag || j < h) && passed(w, tag, h, j, len(words)) {
+			break
 		}
 		j = next(j, len(words))
 	}
