@@ -3,6 +3,8 @@ package table
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -213,6 +215,91 @@ func TestShrunkTableKeepsItsEntries(t *testing.T) {
 	for i := 95_000; i < len(tags); i++ {
 		if _, ok := tab.Find(tags[i], func(s uint32) bool { return s == uint32(i) }); !ok {
 			t.Fatalf("(%d,%d) lost by the shrink", tags[i], i)
+		}
+	}
+}
+
+// TestLoadNextDuringMutation: a reader probing the published words with
+// LoadNext while one writer inserts (shifting clusters forward), deletes
+// (shifting them back) and resizes never reads out of bounds, never loops
+// past len(words) words, and races with nothing (run with -race); once the
+// writer stops, every key the writer left is found.
+func TestLoadNextDuringMutation(t *testing.T) {
+	var tab Table
+	var pub atomic.Pointer[[]uint64]
+	publish := func() {
+		w := tab.Words()
+		if p := pub.Load(); p == nil || len(*p) != len(w) || (len(w) > 0 && &(*p)[0] != &w[0]) {
+			pub.Store(&w)
+		}
+	}
+	publish()
+	const keys = 3000
+	tags := make([]uint32, keys)
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range tags {
+		tags[i] = r.Uint32() >> uint(r.IntN(8)) // crowd the low end: long clusters
+	}
+	done := make(chan struct{})
+	var probes atomic.Int64
+	go func() {
+		defer close(done)
+		rr := rand.New(rand.NewPCG(9, 10))
+		for probes.Load() >= 0 {
+			w := *pub.Load()
+			tag := tags[rr.IntN(keys)]
+			n := 0
+			for i := Home(w, tag); ; n++ {
+				if _, ok := LoadNext(w, tag, &i); !ok {
+					break
+				}
+				if n > len(w) {
+					t.Errorf("probe of %d words yielded more than %d slots", len(w), n)
+					return
+				}
+			}
+			probes.Add(1)
+		}
+	}()
+	live := make([]bool, keys)
+	for round := range 20 {
+		for i := range keys {
+			if (i+round)%3 == 0 && !live[i] {
+				tab.Insert(tags[i], uint32(i))
+				live[i] = true
+			} else if (i+round)%5 == 0 && live[i] {
+				tab.Delete(tags[i], uint32(i))
+				live[i] = false
+			}
+			publish()
+		}
+	}
+	for probes.Load() < 1000 {
+		runtime.Gosched()
+	}
+	probes.Store(-1 << 40)
+	<-done
+	if err := tab.Check(); err != nil {
+		t.Fatal(err)
+	}
+	w := tab.Words()
+	for i, ok := range live {
+		if !ok {
+			continue
+		}
+		found := false
+		for j := Home(w, tags[i]); ; {
+			s, more := LoadNext(w, tags[i], &j)
+			if !more {
+				break
+			}
+			if s == uint32(i) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("key %d (tag %d) not found after the writer stopped", i, tags[i])
 		}
 	}
 }
