@@ -75,7 +75,7 @@ func (s *shard) checkLocked() error {
 	var bytes, evictb int64
 	var keyBytes int
 	inTable := map[uint32]int{}
-	var tabErr error
+	tabErr := s.tab.Check()
 	s.tab.Each(func(tag uint32, slot uint32) {
 		inTable[slot]++
 		if int(slot) >= len(s.ents) || s.ents[slot] == 0 {

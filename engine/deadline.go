@@ -136,7 +136,7 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 		if w := s.tab.Words(); len(w) > 0 {
 			for _, h := range hashes[:k] {
 				i := table.Home(w, table.Tag(h))
-				sink += w[i] + w[(i+8)&(len(w)-1)]
+				sink += w[i] + w[table.Ahead(w, i, 8)]
 			}
 		}
 		s.sink = sink

@@ -36,8 +36,11 @@ import (
 //     is dense (4 bytes an entry), so the hop from the hash table to the
 //     record usually hits the CPU cache.
 //   - tab table.Table: open addressing from a 32-bit tag of the key hash to
-//     the slot (8 bytes a word, load ≤ 3/4); keys are confirmed against the
-//     arena.
+//     the slot (8 bytes a word); keys are confirmed against the arena. Its
+//     length is not a power of two: it grows by an eighth (doubling while
+//     small) and keeps its load between 2/3 and 3/4, about 12 bytes an
+//     entry; a word's home is the tag scaled to the length, and clusters
+//     are kept in home order (Robin Hood), so a miss stops early.
 //
 // Records are 8-byte aligned (recSize pads them) in an 8-byte aligned
 // arena (newArena), and every header word is read and written with
@@ -75,7 +78,7 @@ import (
 // its key and value: the record header and slot word, the hash-table word at
 // its mean load, arena headroom, and shard bookkeeping, as measured by
 // TestEntryOverheadMatchesHeap.
-const EntryOverhead = 64
+const EntryOverhead = 60
 
 const (
 	flagPinned  = 1 << iota // never evicted

@@ -1,10 +1,28 @@
 package table
 
 import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
 )
+
+// modelTags is a small set of tags, so that probe sequences collide: runs
+// of neighbours at the low end, in the middle and at the high end (whose
+// clusters wrap from the last word to the first), and a few in between.
+var modelTags = func() []uint32 {
+	var tags []uint32
+	for i := range uint32(8) {
+		tags = append(tags, i, 1<<31+i, math.MaxUint32-i)
+	}
+	for i := range uint32(17) {
+		tags = append(tags, (i+1)*(math.MaxUint32/18))
+	}
+	return tags
+}()
 
 // TestTableModel checks the table against a map of (tag, slot) pairs over
 // random inserts, deletes and replaces, with tags drawn from a small set so
@@ -13,7 +31,7 @@ func TestTableModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var tab Table
 		model := map[uint64]bool{} // tag<<32 | slot
-		tags := rapid.Uint32Range(0, 40)
+		tags := rapid.SampledFrom(modelTags)
 		slots := rapid.Uint32Range(0, 200)
 		check := func(t *rapid.T) {
 			if tab.Len() != len(model) {
@@ -35,8 +53,8 @@ func TestTableModel(t *testing.T) {
 			if n != len(model) {
 				t.Fatalf("Each yielded %d, model %d", n, len(model))
 			}
-			if tab.Cap() > 0 && tab.Len()*4 > tab.Cap()*3 {
-				t.Fatalf("load %d/%d above 3/4", tab.Len(), tab.Cap())
+			if err := tab.Check(); err != nil {
+				t.Fatal(err)
 			}
 		}
 		t.Repeat(map[string]func(*rapid.T){
@@ -87,6 +105,18 @@ func TestTableModel(t *testing.T) {
 				if got != want {
 					t.Fatalf("probe of tag %d yielded %d slots, want %d", tag, got, want)
 				}
+				// The lock-free probe over the published words agrees.
+				got = 0
+				w := tab.Words()
+				for i := Home(w, tag); ; {
+					if _, ok := LoadNext(w, tag, &i); !ok {
+						break
+					}
+					got++
+				}
+				if got != want {
+					t.Fatalf("LoadNext probe of tag %d yielded %d slots, want %d", tag, got, want)
+				}
 			},
 			"": check,
 		})
@@ -136,7 +166,140 @@ func TestProbeStats(t *testing.T) {
 	if n := tab.MissProbes(0); n != 4 {
 		t.Fatalf("MissProbes(0) = %d, want 4 (three words and the empty one)", n)
 	}
-	if n := tab.MissProbes(5); n != 1 {
-		t.Fatalf("MissProbes(5) = %d, want 1 (an empty home)", n)
+	// The last tag homes at the last word, which is empty.
+	if h := Home(tab.Words(), math.MaxUint32); h != tab.Cap()-1 {
+		t.Fatalf("Home(MaxUint32) = %d, want the last word %d", h, tab.Cap()-1)
+	}
+	if n := tab.MissProbes(math.MaxUint32); n != 1 {
+		t.Fatalf("MissProbes(MaxUint32) = %d, want 1 (an empty home)", n)
+	}
+}
+
+// TestLargeTableStaysNearItsLoadLimit: a large table is never much
+// emptier than its 3/4 limit, whatever the number of entries it stopped
+// growing at, so it costs at most about 12 bytes an entry (a power-of-two
+// table cost up to 21).
+func TestLargeTableStaysNearItsLoadLimit(t *testing.T) {
+	var tab Table
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range uint32(300_000) {
+		tab.Insert(r.Uint32(), i)
+		if tab.Cap() < 16*growSteps {
+			continue
+		}
+		if load := float64(tab.Len()) / float64(tab.Cap()); load < 0.63 || load > 0.75 {
+			t.Fatalf("%d entries in %d words: load %.3f, want within [0.63, 0.75] (2/3, less the allocator's page rounding)", tab.Len(), tab.Cap(), load)
+		}
+	}
+}
+
+// TestShrunkTableKeepsItsEntries: deleting most entries shrinks the table
+// (to a load of about 3/8), and every remaining pair is still found.
+func TestShrunkTableKeepsItsEntries(t *testing.T) {
+	var tab Table
+	r := rand.New(rand.NewPCG(3, 4))
+	tags := make([]uint32, 100_000)
+	for i := range tags {
+		tags[i] = r.Uint32()
+		tab.Insert(tags[i], uint32(i))
+	}
+	peak := tab.Cap()
+	for i := range 95_000 {
+		if !tab.Delete(tags[i], uint32(i)) {
+			t.Fatalf("Delete(%d) = false", i)
+		}
+	}
+	if tab.Cap() >= peak/2 {
+		t.Fatalf("%d entries left in %d words (peak %d): did not shrink", tab.Len(), tab.Cap(), peak)
+	}
+	for i := 95_000; i < len(tags); i++ {
+		if _, ok := tab.Find(tags[i], func(s uint32) bool { return s == uint32(i) }); !ok {
+			t.Fatalf("(%d,%d) lost by the shrink", tags[i], i)
+		}
+	}
+}
+
+// TestLoadNextDuringMutation: a reader probing the published words with
+// LoadNext while one writer inserts (shifting clusters forward), deletes
+// (shifting them back) and resizes never reads out of bounds, never loops
+// past len(words) words, and races with nothing (run with -race); once the
+// writer stops, every key the writer left is found.
+func TestLoadNextDuringMutation(t *testing.T) {
+	var tab Table
+	var pub atomic.Pointer[[]uint64]
+	publish := func() {
+		w := tab.Words()
+		if p := pub.Load(); p == nil || len(*p) != len(w) || (len(w) > 0 && &(*p)[0] != &w[0]) {
+			pub.Store(&w)
+		}
+	}
+	publish()
+	const keys = 3000
+	tags := make([]uint32, keys)
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range tags {
+		tags[i] = r.Uint32() >> uint(r.IntN(8)) // crowd the low end: long clusters
+	}
+	done := make(chan struct{})
+	var probes atomic.Int64
+	go func() {
+		defer close(done)
+		rr := rand.New(rand.NewPCG(9, 10))
+		for probes.Load() >= 0 {
+			w := *pub.Load()
+			tag := tags[rr.IntN(keys)]
+			n := 0
+			for i := Home(w, tag); ; n++ {
+				if _, ok := LoadNext(w, tag, &i); !ok {
+					break
+				}
+				if n > len(w) {
+					t.Errorf("probe of %d words yielded more than %d slots", len(w), n)
+					return
+				}
+			}
+			probes.Add(1)
+		}
+	}()
+	live := make([]bool, keys)
+	for round := range 20 {
+		for i := range keys {
+			if (i+round)%3 == 0 && !live[i] {
+				tab.Insert(tags[i], uint32(i))
+				live[i] = true
+			} else if (i+round)%5 == 0 && live[i] {
+				tab.Delete(tags[i], uint32(i))
+				live[i] = false
+			}
+			publish()
+		}
+	}
+	for probes.Load() < 1000 {
+		runtime.Gosched()
+	}
+	probes.Store(-1 << 40)
+	<-done
+	if err := tab.Check(); err != nil {
+		t.Fatal(err)
+	}
+	w := tab.Words()
+	for i, ok := range live {
+		if !ok {
+			continue
+		}
+		found := false
+		for j := Home(w, tags[i]); ; {
+			s, more := LoadNext(w, tags[i], &j)
+			if !more {
+				break
+			}
+			if s == uint32(i) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("key %d (tag %d) not found after the writer stopped", i, tags[i])
+		}
 	}
 }
