@@ -12,13 +12,13 @@ func setCompactingHook(t *testing.T, f func(s *shard)) {
 	testHookCompacting = f
 }
 
-// A compaction (an arena rebuilt or moved into a larger array, which takes
-// time proportional to the shard) leaves the shard open to lock-free
-// readers: while the writer copies, a reader of the same shard finds every
+// A compaction (an arena rebuilt or moved into a larger array) or a growth
+// of the hash table, which take time proportional to the shard, leave the
+// shard open to lock-free readers: while the writer copies, a reader of the same shard finds every
 // key and reads its value without waiting. The hook runs inside the
 // compaction, on the writer's goroutine, and reads the way Get does.
 func TestCompactionLeavesTheShardReadable(t *testing.T) {
-	for _, shape := range []string{"rebuild", "move"} {
+	for _, shape := range []string{"rebuild", "move", "table"} {
 		t.Run(shape, func(t *testing.T) {
 			e, _ := newTest(t, Config{Shards: 1})
 			const stable = 100 // keys 0..99 are never rewritten
@@ -27,9 +27,12 @@ func TestCompactionLeavesTheShardReadable(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			opened, read := 0, 0
+			opened, read, tableOpens := 0, 0, 0
 			setCompactingHook(t, func(s *shard) {
 				opened++
+				if s.tab.Full() {
+					tableOpens++
+				}
 				for i := 0; i < stable; i += 3 {
 					k := fmt.Sprintf("k%d", i)
 					_, h := e.shardFor(k)
@@ -48,7 +51,20 @@ func TestCompactionLeavesTheShardReadable(t *testing.T) {
 					read++
 				}
 			})
+			if shape == "table" {
+				for i := range 20000 { // the table grows several times
+					if _, err := e.Set(fmt.Sprintf("t%d", i), nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tableOpens == 0 {
+					t.Fatal("no growth of the table opened the shard to readers")
+				}
+			}
 			for round := range 6 {
+				if shape == "table" {
+					break
+				}
 				for i := stable; i < 2*stable; i++ {
 					var v string
 					if shape == "rebuild" {

@@ -284,9 +284,22 @@ func (s *shard) compactLocked(extra int) {
 	s.rebuildLocked(want, open)
 }
 
+// insertLocked files slot under tag in the table. A table that must grow
+// first (a rehash, time proportional to the shard) grows as an arena
+// compacts, with the shard open to optimistic readers: the new array is
+// built while they read the old one.
+func (s *shard) insertLocked(tag uint32, slot uint32) {
+	if s.tab.Full() {
+		open := s.openLocked()
+		s.tab.Grow()
+		s.closeLocked(open)
+	}
+	s.tab.Insert(tag, slot)
+}
+
 // openLocked lets optimistic readers read the shard while the writer
-// holding the lock copies the arena (compactLocked), and reports whether
-// it did: it publishes the current arrays and makes the sequence count
+// holding the lock copies the arena (compactLocked) or the table
+// (insertLocked) into new arrays, and reports whether it did: it publishes the current arrays and makes the sequence count
 // even, so a reader reads a state in which every change the writer made
 // so far is complete; the copy changes nothing a reader reads; closeLocked
 // makes the count odd again before the new arrays are installed, so a
@@ -312,8 +325,8 @@ func (s *shard) closeLocked(open bool) {
 	}
 }
 
-// testHookCompacting, if set (by tests), is called while a compaction has
-// the shard open to optimistic readers.
+// testHookCompacting, if set (by tests), is called while a compaction or a
+// table's growth has the shard open to optimistic readers.
 var testHookCompacting func(s *shard)
 
 // rebuildLocked copies the live records into a new arena of capacity n (at

@@ -225,7 +225,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 	atomic.StoreUint32(&s.ents[slot], off+1) // the record is complete first
 	en := s.at(slot)
 	s.setDeadlineLocked(en, deadline)
-	s.tab.Insert(table.Tag(h), slot)
+	s.insertLocked(table.Tag(h), slot)
 	s.live++
 	s.addBytesLocked(en.size())
 	s.syncPolicyLocked(en, h, 0, true)

@@ -208,14 +208,23 @@ func (t *Table) Touch(tag uint32) uint64 {
 }
 
 // Insert stores slot under tag. The caller ensures the pair is not already
-// stored.
+// stored. It grows the table first if it is full.
 func (t *Table) Insert(tag uint32, slot uint32) {
-	if (t.n+1)*4 > len(t.words)*3 {
-		t.resize(grown(len(t.words)))
+	if t.Full() {
+		t.Grow()
 	}
 	t.put(tag, slot)
 	t.n++
 }
+
+// Full reports whether the next Insert must grow the table (the load
+// would pass 3/4).
+func (t *Table) Full() bool { return (t.n+1)*4 > len(t.words)*3 }
+
+// Grow moves the table into a larger array, rehashing every word: time
+// proportional to the table. It only reads the old array, so a lock-free
+// reader holding it (Words) keeps reading a table that does not change.
+func (t *Table) Grow() { t.resize(grown(len(t.words))) }
 
 // grown is the size a table of n words grows to.
 func grown(n int) int {
