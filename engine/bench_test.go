@@ -248,3 +248,70 @@ func BenchmarkHotShard(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadDuringCompaction measures how long a read of one shard
+// waits while a writer of the same shard compacts its arena or grows its
+// table, work that takes time proportional to the shard (here 200k
+// entries). A writer goroutine keeps rewriting keys with values of a
+// changing length (so records are appended and the arena fills with
+// garbage and is rebuilt) and adding keys (so the table grows); the timed
+// loop reads other keys of the shard and reports the slowest read
+// (max-read-ns) and how many reads took over 1 ms (slow-reads), beside
+// ns/op. A read that waited for a whole compaction shows in both; so does
+// one whose thread the OS did not run for that long (a loaded machine).
+func BenchmarkReadDuringCompaction(b *testing.B) {
+	e, err := New(Config{Shards: 1, ExpiryInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	const n = 200_000
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+		if _, err := e.Set(keys[i], make([]byte, 64)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	vals := [][]byte{make([]byte, 64), make([]byte, 72), make([]byte, 80), make([]byte, 88)}
+	added := make([]string, 1<<20)
+	for i := range added {
+		added[i] = "new" + strconv.Itoa(i)
+	}
+	go func() { // allocates nothing, so that no GC pause is timed
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// The upper half is rewritten (never read), lengths cycling.
+			e.Set(keys[n/2+i%(n/2)], vals[i/(n/2)%4])
+			if i%4 == 0 {
+				e.Set(added[i/4%len(added)], nil)
+			}
+		}
+	}()
+	var slowest time.Duration
+	slow := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	buf := make([]byte, 0, 128)
+	for i := range b.N {
+		t0 := time.Now()
+		buf, _ = e.AppendGet(buf[:0], keys[(i*7919)%(n/2)])
+		d := time.Since(t0)
+		slowest = max(slowest, d)
+		if d > time.Millisecond {
+			slow++
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	<-done
+	b.ReportMetric(float64(slowest.Nanoseconds()), "max-read-ns")
+	b.ReportMetric(float64(slow), "slow-reads")
+}
