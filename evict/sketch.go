@@ -1,12 +1,9 @@
 package evict
 
-import (
-	"math/bits"
-	"slices"
-)
+import "math/bits"
 
 // sketchCounters is the number of 4-bit counters the sketch holds per entry
-// it is sized for.
+// it is sized for, before rounding up to a power of two.
 const sketchCounters = 16
 
 // sketch is a count-min sketch of 4-bit counters with periodic halving (the
@@ -16,34 +13,26 @@ const sketchCounters = 16
 // fingerprint).
 //
 // Sizing: the sketch holds sketchCounters counters per entry it is sized
-// for (the capacity in entries), as Caffeine does, but in any number of
-// blocks, not a power of two: a key's block is its mixed fingerprint
-// scaled to the number of blocks (range reduction), so every block serves
-// an equal share of the keys. Caffeine's rounding up to a power of two
-// gives up to twice the counters (16.8 bytes an entry instead of 12 in a
-// shard at two thirds of a cap of 23,400 entries), and those extra
-// counters are worth 0.1 to 0.4 points of hit ratio on Zipf traces where
-// the rounding added a third or more (zipf099 at 5k–50k entries,
-// otterzipf at 5k–80k; 8 hash seeds). Sizing it for the entries held
-// instead of the capacity, or with 8 counters per entry, cost 0.2 to 0.7
-// points (0.4 on average on the LIRS traces), so the count per entry of
-// capacity stays.
-//
-// Growth (the capacity estimate grew): a key's new block covers a range of
-// mixed fingerprints that lies within at most two old blocks, and starts as
-// the counter-wise maximum of them, so no key's estimate drops (the sketch
-// stays an upper bound of the counts since the last reset); a key may gain
-// the counts of another old block's keys until the next halvings fade them.
-//
-// The table is one array, replaced when it grows: by at least an eighth,
-// so that a capacity estimate creeping up costs amortized O(1) per block;
-// a sketch that grew in small steps thus has up to an eighth more counters
-// than it needs.
+// for (the capacity in entries), rounded up to a power of two blocks, as
+// Caffeine sizes it, in pages (see pages). Sizing it for the entries held
+// instead, or without the rounding, saved up to half of it in a cache
+// below its cap but cost 0.2 to 0.7 points of hit ratio on Zipf traces
+// (and 8 counters per entry cost 0.4 on average on the LIRS traces).
+// Blocks are addressed by linear hashing, so the sketch could grow one
+// block at a time; at power-of-two sizes it doubles. Growth keeps every
+// key's counts exactly: with 2^level ≤ blocks < 2^(level+1), a key's block is
+// its mixed fingerprint modulo 2^(level+1), or modulo 2^level if that is
+// not a block yet; the new block number 2^level + i takes the keys of
+// block i whose bit level is set, and starts as a copy of block i, which
+// keeps its copy (both hold the counts of all of block i's keys, as
+// before the split). Blocks not yet split this round serve twice as many
+// keys as split ones.
 //
 // It is used under the shard write lock only.
 type sketch struct {
-	table     [][8]uint64
-	blocks    int // len(table)
+	table     pages[[8]uint64]
+	blocks    int // table.len() once allocated
+	level     uint
 	additions int // increments since the last reset
 	period    int // reset when additions reaches period
 	n         int // entries the reset period is set for
@@ -52,9 +41,9 @@ type sketch struct {
 // sketchMaxBlocks bounds the table (512 MiB).
 const sketchMaxBlocks = 1 << 23
 
-// sketchBlocks is the number of blocks a sketch for n entries needs.
 func sketchBlocks(n int) int {
-	return min(max((max(n, 1)*sketchCounters+127)/128, 1), sketchMaxBlocks)
+	b := min(max((max(n, 1)*sketchCounters+127)/128, 1), sketchMaxBlocks)
+	return 1 << bits.Len(uint(b-1))
 }
 
 // setPeriod makes the reset period 10 × n increments, n being the
@@ -72,45 +61,32 @@ func (s *sketch) ensure(n int) {
 	if s.blocks >= want {
 		return
 	}
-	old := s.table
-	if len(old) > 0 {
-		want = min(max(want, len(old)+len(old)/8), sketchMaxBlocks)
+	if s.blocks == 0 {
+		// All counters are zero: no block to split.
+		s.table.grow(Handle(want - 1))
+		s.blocks = want
+		s.level = uint(bits.Len(uint(want)) - 1)
+		return
 	}
-	t := slices.Grow([][8]uint64(nil), want) // the allocator's size class
-	s.table = t[:cap(t)]
-	s.blocks = len(s.table)
-	if len(old) == 0 {
-		return // all counters are zero: nothing to carry over
-	}
-	// New block b covers the fingerprints scaled into [b/blocks,
-	// (b+1)/blocks), which old blocks lo..hi (at most two) cover.
-	for b := range s.table {
-		lo := b * len(old) / s.blocks
-		hi := min(((b+1)*len(old)-1)/s.blocks, len(old)-1)
-		blk := old[lo]
-		if hi != lo {
-			for i := range blk {
-				blk[i] = nibbleMax(blk[i], old[hi][i])
-			}
+	s.table.grow(Handle(want - 1))
+	for s.blocks < want {
+		half := 1 << s.level
+		*s.table.at(Handle(s.blocks)) = *s.table.at(Handle(s.blocks - half))
+		s.blocks++
+		if s.blocks == 2*half {
+			s.level++
 		}
-		s.table[b] = blk
 	}
-}
-
-// nibbleMax returns the 4-bit-wise maximum of a and b.
-func nibbleMax(a, b uint64) uint64 {
-	var m uint64
-	for shift := 0; shift < 64; shift += 4 {
-		m |= max(a>>shift&15, b>>shift&15) << shift
-	}
-	return m
 }
 
 // block returns fp's block and the hash bits that pick its counters.
 func (s *sketch) block(fp uint32) (*[8]uint64, uint64) {
 	h := mix64(uint64(fp))
-	b, _ := bits.Mul64(h, uint64(s.blocks))
-	return &s.table[b], mix64(h ^ 0x5bd1e9955bd1e995)
+	b := h & (2<<s.level - 1)
+	if b >= uint64(s.blocks) {
+		b &= 1<<s.level - 1
+	}
+	return s.table.at(Handle(b)), mix64(h ^ 0x5bd1e9955bd1e995)
 }
 
 // frequency returns the estimated count of fp, 0..15.
@@ -151,10 +127,11 @@ func (s *sketch) increment(fp uint32) {
 		}
 	}
 }
+
 func (s *sketch) reset() {
 	odd := 0
 	for b := range s.blocks {
-		blk := &s.table[b]
+		blk := s.table.at(Handle(b))
 		for i, w := range blk {
 			odd += bits.OnesCount64(w & 0x1111111111111111)
 			blk[i] = (w >> 1) & 0x7777777777777777
