@@ -43,7 +43,7 @@ func (c *lockProbeClock) Now() int64 {
 // deadline (reads, writes, TTL changes, counters, transactions, stats) reads
 // the clock while it holds the lock it decides under, so no time can pass
 // between the reading and the decision. The optimistic reads (Get,
-// AppendGet, View) hold no lock: for them, reading under the lock means
+// AppendGet, View, GetItem, TTL) hold no lock: for them, reading under the lock means
 // between the first read of the shard's sequence count and its
 // validation; they may take readings outside the lock, but must discard
 // every one of them (the probe's lock makes the validation fail), so
@@ -95,7 +95,7 @@ func TestEveryOpReadsClockUnderShardLock(t *testing.T) {
 		}},
 		{"Stats", func(e *Engine) error { e.Stats(); return nil }},
 	}
-	optimistic := map[string]bool{"Get": true, "AppendGet": true, "View": true}
+	optimistic := map[string]bool{"Get": true, "AppendGet": true, "View": true, "GetItem": true, "TTL": true}
 	for _, tc := range ops {
 		for _, due := range []bool{false, true} {
 			t.Run(tc.name+"/due="+strconv.FormatBool(due), func(t *testing.T) {

@@ -309,8 +309,9 @@ func TestReadsRacingWritersCountExactlyAndSeeWholeValues(t *testing.T) {
 
 // Once a read reports a key with a TTL missing (its deadline passed), no
 // later read reports it present, while the clock runs and writers change
-// the same shard (lock-free reads of keys with a deadline among them).
-// Every present value is the one stored. A stress check of the promise;
+// the same shard (lock-free reads of keys with a deadline among them:
+// Get, AppendGet, View, GetItem, TTL). Every present value is the one
+// stored, with a TTL left within the one set. A stress check of the promise;
 // TestEveryOpReadsClockUnderShardLock is the deterministic guard of how
 // lock-free reads read the clock.
 func TestExpiredKeyStaysMissingUnderLockFreeReads(t *testing.T) {
@@ -361,7 +362,15 @@ func TestExpiredKeyStaysMissingUnderLockFreeReads(t *testing.T) {
 				key, want := "t"+strconv.Itoa(k), "value"+strconv.Itoa(k)
 				gone := missing[k].Load() // reported missing before this read began
 				var ok bool
-				switch (i + r) % 3 {
+				switch (i + r) % 5 {
+				case 3:
+					var it Item
+					it, ok = e.GetItem(key)
+					ok = ok && ((string(it.Value) == want && it.TTL > 0 && it.TTL <= time.Duration(1+k)*time.Millisecond) || wrong.Add(1) < 0)
+				case 4:
+					var ttl time.Duration
+					ttl, ok = e.TTL(key)
+					ok = ok && (ttl > 0 || wrong.Add(1) < 0)
 				case 0:
 					var v []byte
 					v, ok = e.Get(key)
@@ -369,7 +378,7 @@ func TestExpiredKeyStaysMissingUnderLockFreeReads(t *testing.T) {
 				case 1:
 					buf, ok = e.AppendGet(buf[:0], key)
 					ok = ok && (string(buf) == want || wrong.Add(1) < 0)
-				default:
+				case 2:
 					ok = e.View(key, func(v []byte) {
 						if string(v) != want {
 							wrong.Add(1)
@@ -388,7 +397,7 @@ func TestExpiredKeyStaysMissingUnderLockFreeReads(t *testing.T) {
 	}
 	wg.Wait()
 	if n := wrong.Load(); n > 0 {
-		t.Fatalf("%d reads saw a value other than the one stored", n)
+		t.Fatalf("%d reads saw a value (or a TTL) other than the one stored", n)
 	}
 	for k := range keys {
 		if !missing[k].Load() {

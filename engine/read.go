@@ -19,7 +19,7 @@ func (e *Engine) Get(key string) ([]byte, bool) {
 func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s, h := e.shardFor(key)
 	for range peekTries {
-		switch pk := e.peek(s, key, h); pk.r {
+		switch pk := e.peek(s, key, h, true); pk.r {
 		case peekHit:
 			n := len(dst)
 			dst = loadValue(dst, pk.arena, pk.val, pk.vlen)
@@ -74,7 +74,7 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 	vc := s.viewCountsLoad().enter()
 	defer vc.Add(-1)
 	for range peekTries {
-		switch pk := e.peek(s, key, h); pk.r {
+		switch pk := e.peek(s, key, h, true); pk.r {
 		case peekHit:
 			// Validated before the mark too, so that the
 			// compare-and-swap hits a real header, never bytes of a
@@ -108,6 +108,27 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 // GetItem returns a copy of key's value with its version and TTL.
 func (e *Engine) GetItem(key string) (Item, bool) {
 	s, h := e.shardFor(key)
+	for range peekTries {
+		switch pk := e.peek(s, key, h, true); pk.r {
+		case peekHit:
+			it := Item{
+				Value:   loadValue(make([]byte, 0, pk.vlen), pk.arena, pk.val, pk.vlen),
+				Version: atomic.LoadUint64(hdr64(pk.arena, pk.off+hdrVersion)),
+				TTL:     pk.ttl(),
+				Pinned:  pk.kw>>24&flagPinned != 0,
+			}
+			if pk.valid(s) {
+				e.peekHit(s, pk)
+				return it, true
+			}
+		case peekMiss:
+			return Item{}, false
+		case peekDue:
+			e.expireDue(s, key, h)
+			return Item{}, false
+		}
+		s.mu.awaitWriter()
+	}
 	en, now, ok := e.rlockLive(s, key, h, true)
 	if !ok {
 		return Item{}, false
@@ -124,6 +145,20 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 // miss and is no access for the eviction policy.
 func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
 	s, h := e.shardFor(key)
+	for range peekTries {
+		switch pk := e.peek(s, key, h, false); pk.r {
+		case peekHit:
+			if pk.valid(s) {
+				return pk.ttl(), true
+			}
+		case peekMiss:
+			return 0, false
+		case peekDue:
+			e.expireNow(s, key, h)
+			return 0, false
+		}
+		s.mu.awaitWriter()
+	}
 	en, now, ok := e.rlockLive(s, key, h, false)
 	if !ok {
 		return 0, false
@@ -176,14 +211,28 @@ type peeked struct {
 	kw    uint32 // the record's key length and flags word
 	slot  uint32
 	seq   uint64
+	// deadline is the record's (0: no TTL); now, if it is not 0, the
+	// engine's time read within the validated window.
+	deadline, now int64
+}
+
+// ttl is the time the record peek found has left (NoTTL if it has no
+// deadline), as of peek's reading of the clock.
+func (pk *peeked) ttl() time.Duration {
+	if pk.deadline == 0 {
+		return NoTTL
+	}
+	return time.Duration(pk.deadline - pk.now)
 }
 
 // peek looks key up without taking s.mu: the first half of a seqlock read
 // (see shardMu). It reads s.mu.seq, then the published arrays (storeView),
 // every word with an atomic load (table words, ents words, record headers,
 // the key: keyEqual): a stale view may read any bytes of an old arena as a
-// header or key, and some of those are written concurrently (flagViewed). A miss is validated (seq read again, unchanged)
-// and counted here. A hit is not yet: the caller reads the value (with
+// header or key, and some of those are written concurrently (flagViewed).
+// A miss is validated (seq read again, unchanged) and, if counted (every
+// read but TTL), counted and logged for the policy here. A hit is not
+// yet: the caller reads the value (with
 // atomic loads: it may be overwritten in place, see storeValue), then
 // checks valid: the same even count means no writer ran since the first
 // read, so what the reader read is the state at that instant, the read's
@@ -198,9 +247,10 @@ type peeked struct {
 // the instant of the reading, and a reading that a writer may have made
 // stale fails the validation. (TestEveryOpReadsClockUnderShardLock checks
 // it: its clock changes the shard at every reading taken without the
-// lock, and the read must not decide on such a reading.)
+// lock, and the read must not decide on such a reading.) The deadline and
+// that reading come back in the result, for GetItem's and TTL's TTL.
 // peek writes no memory shared by all readers of the shard.
-func (e *Engine) peek(s *shard, key string, h uint64) peeked {
+func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
 	seq := s.mu.seq.Load()
 	p := s.pub.Load()
 	if seq&1 != 0 || p == nil {
@@ -233,22 +283,28 @@ func (e *Engine) peek(s *shard, key string, h uint64) peeked {
 		if !keyEqual(p.arena, off+hdrSize, key) {
 			continue
 		}
-		if d := int64(atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline))); d != 0 && e.now() >= d {
-			if s.mu.seq.Load() != seq {
-				return peeked{}
+		var now int64
+		d := int64(atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)))
+		if d != 0 {
+			if now = e.now(); now >= d {
+				if s.mu.seq.Load() != seq {
+					return peeked{}
+				}
+				return peeked{r: peekDue}
 			}
-			return peeked{r: peekDue}
 		}
-		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kl), vlen: int(vl), kw: kw, slot: slot, seq: seq}
+		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kl), vlen: int(vl), kw: kw, slot: slot, seq: seq, deadline: d, now: now}
 	}
 	if s.mu.seq.Load() != seq {
 		return peeked{}
 	}
-	r := goroutineStripe()
-	if s.rlog != nil {
-		s.logMiss(h, r>>8)
+	if counted {
+		r := goroutineStripe()
+		if s.rlog != nil {
+			s.logMiss(h, r>>8)
+		}
+		e.reads.count(false, r)
 	}
-	e.reads.count(false, r)
 	return peeked{r: peekMiss}
 }
 
