@@ -68,13 +68,13 @@ func WriteFile(path string, doc []byte) error {
 	return os.WriteFile(path, doc, 0o644)
 }
 
-// niceMax rounds v up to 1, 2 or 5 times a power of ten.
+// niceMax rounds v up to 1, 2, 2.5 or 5 times a power of ten.
 func niceMax(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
 		if m*p >= v {
 			return m * p
 		}
@@ -87,7 +87,7 @@ func niceMax(v float64) float64 {
 type Ref struct {
 	Value float64
 	Label string
-	Color string // an SVG colour; "" is red
+	Color string // an SVG colour; "" is near-black
 }
 
 // GroupedBars draws groups (x axis) of bars (one per series); values[g][s]
@@ -135,19 +135,23 @@ func GroupedBars(title, ylabel string, groups, series []string, values [][]float
 		s.text(left+float64(gi)*gw+gw/2, top+ph+18, "middle", g)
 	}
 	s.line(left, top+ph, left+pw, top+ph, "#333", 1, "")
-	for _, r := range refs {
-		col := r.Color
-		if col == "" {
-			col = "#d62728"
-		}
-		y := top + ph - ph*r.Value/maxV
-		s.line(left, y, left+pw, y, col, 1.5, "6,4")
-		s.text(left+pw-4, y-4, "end", r.Label, fmt.Sprintf(`fill="%s"`, col))
-	}
 	for si, name := range series {
 		y := top + 10 + float64(si)*18
 		s.rect(left+pw+14, y-10, 12, 12, palette[si%len(palette)], name)
 		s.text(left+pw+32, y, "start", name)
+	}
+	// Reference lines over the bars, labelled in the legend (lines close
+	// to each other would overlap labels drawn beside them).
+	for ri, r := range refs {
+		col := r.Color
+		if col == "" {
+			col = "#222"
+		}
+		y := top + ph - ph*r.Value/maxV
+		s.line(left, y, left+pw, y, col, 1.5, "6,4")
+		ly := top + 10 + float64(len(series)+ri)*18 + 6
+		s.line(left+pw+14, ly-4, left+pw+28, ly-4, col, 1.5, "4,2")
+		s.text(left+pw+32, ly, "start", r.Label, fmt.Sprintf(`fill="%s"`, col))
 	}
 	return s.bytes()
 }
