@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/tidekv/tide/bench"
+	"github.com/tidekv/tide/bench/internal/chart"
 )
 
 var (
@@ -264,7 +265,7 @@ func main() {
 					}
 				}
 				name := fmt.Sprintf("throughput-ttl-%s-cpu%d.svg", ttl, cpu)
-				if err := groupedBars(filepath.Join(*chartDir, name), fmt.Sprintf("Throughput, 1M keys, Zipf 1.01, TTL %s, -cpu %d (median)", ttl, cpu), "million ops/s (higher is better)", mixes, chartPeers, g); err != nil {
+				if err := chart.WriteFile(filepath.Join(*chartDir, name), chart.GroupedBars(fmt.Sprintf("Throughput, 1M keys, Zipf 1.01, TTL %s, -cpu %d (median)", ttl, cpu), "million ops/s (higher is better)", mixes, chartPeers, g)); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 				}
 				w("![throughput TTL %s cpu %d](charts/%s)\n\n", ttl, cpu, name)
@@ -312,7 +313,7 @@ func main() {
 			vals = append(vals, r.Overhead)
 		}
 		w("\n![memory](charts/memory.svg)\n\n")
-		hbars(filepath.Join(*chartDir, "memory.svg"), "Heap overhead per entry beyond key + value (1M entries, 16 B keys, 64 B values)", "bytes per entry (lower is better)", labels, vals, false, 64, "target 64 B")
+		writeChart(filepath.Join(*chartDir, "memory.svg"), chart.HBars("Heap overhead per entry beyond key + value (1M entries, 16 B keys, 64 B values)", "bytes per entry (lower is better)", labels, vals, false, 64, "target 64 B"))
 	}
 	var gc struct {
 		Env     bench.Env            `json:"env"`
@@ -345,7 +346,7 @@ func main() {
 			target(fmt.Sprintf("forced GC at %s entries within 5× of freecache", count(gc.Results[0].Entries)), fmt.Sprintf("%.2f ms vs %.2f ms = %.2f×", tideGC, fc, tideGC/fc), tideGC/fc <= 5)
 		}
 		w("\n![gc](charts/gc.svg)\n\n")
-		hbars(filepath.Join(*chartDir, "gc.svg"), fmt.Sprintf("Forced runtime.GC() with %s entries resident (median)", count(gc.Results[0].Entries)), "milliseconds, log scale (lower is better)", labels, vals, true, 5*fc, "5× freecache")
+		writeChart(filepath.Join(*chartDir, "gc.svg"), chart.HBars(fmt.Sprintf("Forced runtime.GC() with %s entries resident (median)", count(gc.Results[0].Entries)), "milliseconds, log scale (lower is better)", labels, vals, true, 5*fc, "5× freecache"))
 	}
 	var exp struct {
 		Env     bench.Env            `json:"env"`
@@ -396,7 +397,7 @@ func main() {
 			ys = append(ys, y)
 		}
 		w("\n![expiry](charts/expiry.svg)\n\n")
-		lines(filepath.Join(*chartDir, "expiry.svg"), fmt.Sprintf("Heap above baseline after %s entries with TTL 1–2 s (after runtime.GC)", count(exp.Results[0].Entries)), "seconds after the last deadline", "MiB", names, xs, ys, 1, "+1 s")
+		writeChart(filepath.Join(*chartDir, "expiry.svg"), chart.Lines(fmt.Sprintf("Heap above baseline after %s entries with TTL 1–2 s (after runtime.GC)", count(exp.Results[0].Entries)), "seconds after the last deadline", "MiB", names, xs, ys, 1, "+1 s"))
 	}
 	var cost struct {
 		Env     bench.Env `json:"env"`
@@ -467,6 +468,13 @@ func main() {
 		os.WriteFile(*readme, nb, 0o644)
 	}
 	fmt.Print(md.String())
+}
+
+// writeChart writes one chart; a failure is reported and the report goes on.
+func writeChart(path string, doc []byte) {
+	if err := chart.WriteFile(path, doc); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 }
 
 func count(n int) string {

@@ -17,10 +17,15 @@
 // the caches in time (the order rotates every round) and the tables give
 // medians over rounds of wall ns/op, CPU ns/op (getrusage of the child
 // over the timed loop, GC included) and allocs/op, with throughput ratios
-// against otter (bounded) and go-cache (unbounded).
+// against otter (bounded) and go-cache (unbounded). With -charts, a
+// grouped bar chart per table (speed-<group>-cpu<N>.svg) plots those
+// throughput ratios per mix, with lines at the targets (View ≥ 1.0×,
+// Get ≥ 0.9×); -from redraws the report and the charts from a recorded
+// run's JSON without measuring.
 //
 //	go run ./cmd/speed                         # -cpu 1,2, 3 rounds: ~7 minutes on 2 loaded cores
-//	go run ./cmd/speed -cpu 1,2,4,8 -rounds 5 -out results/speed.json -md results/speed.md
+//	go run ./cmd/speed -cpu 1,2 -rounds 3 -out results/speed.json -md results/speed.md -charts charts
+//	go run ./cmd/speed -from results/speed.json -md results/speed.md -charts charts
 //	go run ./cmd/speed -quick                  # CI smoke: toy sizes, one round, seconds
 //
 // -cpu values above the machine's core count show how a cache behaves
@@ -66,7 +71,11 @@ func main() {
 		fmt.Println(string(b))
 		return
 	}
-	if err := runParent(o, os.Args[1:], os.Stdout); err != nil {
+	run := func() error { return runParent(o, os.Args[1:], os.Stdout) }
+	if o.from != "" {
+		run = func() error { return runFrom(o, os.Stdout) }
+	}
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "speed:", err)
 		os.Exit(1)
 	}
@@ -81,6 +90,8 @@ type options struct {
 	groups    []group
 	quick     bool
 	out, md   string
+	charts    string // directory of the SVG charts ("": none)
+	from      string // a recorded run's JSON to report on instead of measuring
 
 	// child mode: one cell.
 	child bool
@@ -96,7 +107,12 @@ var (
 	errBadArg   = errors.New("bad argument")
 	errBadGroup = errors.New("unknown group")
 	errBadPath  = errors.New("unknown read path")
+	errBadFrom  = errors.New("bad -from run")
 )
+
+// measureFlags are the flags that shape or record a measurement; -from
+// takes the settings from the recorded run and writes no JSON.
+var measureFlags = []string{"cpu", "rounds", "keys", "benchtime", "groups", "quick", "out", "child", "cache", "round", "paths"}
 
 func parseArgs(args []string) (options, error) {
 	var o options
@@ -109,6 +125,8 @@ func parseArgs(args []string) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "CI smoke: 20000 keys, one round, -benchtime 200x (unless set explicitly)")
 	fs.StringVar(&o.out, "out", "", "write every cell and the environment (JSON) here")
 	fs.StringVar(&o.md, "md", "", "also write the markdown report here")
+	fs.StringVar(&o.charts, "charts", "", "write an SVG chart per table (speed-<group>-cpu<N>.svg) into this directory")
+	fs.StringVar(&o.from, "from", "", "report on this recorded run (the JSON of -out) instead of measuring; its settings come from its recorded command")
 	fs.BoolVar(&o.child, "child", false, "internal: measure one cell and print it as JSON")
 	fs.StringVar(&o.cache, "cache", "", "internal (-child): the cache (a bench peer name)")
 	fs.IntVar(&o.round, "round", 0, "internal (-child): the round")
@@ -121,6 +139,13 @@ func parseArgs(args []string) (options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.from != "" {
+		for _, f := range measureFlags {
+			if set[f] {
+				return o, fmt.Errorf("%w: -%s with -from (the recorded run's settings apply)", errBadArg, f)
+			}
+		}
+	}
 	if o.quick {
 		if !set["keys"] {
 			o.keys = 20_000
@@ -378,12 +403,29 @@ func runParent(o options, args []string, w io.Writer) error {
 	}
 	env.LoadEnd = bench.LoadAvg()
 	env.Elapsed = time.Since(start).Round(time.Second).String()
+	if err := publish(o, env, cells, w); err != nil {
+		return err
+	}
+	if len(env.Failed) > 0 {
+		return fmt.Errorf("%d of %d cells failed", len(env.Failed), len(jobs))
+	}
+	return nil
+}
+
+// publish writes the report of a run: the markdown to w and o.md, the
+// charts into o.charts, the cells to o.out.
+func publish(o options, env machine, cells []cell, w io.Writer) error {
 	md := render(o, env, cells)
 	if _, err := io.WriteString(w, md); err != nil {
 		return err
 	}
 	if o.md != "" {
 		if err := os.WriteFile(o.md, []byte(md), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.charts != "" {
+		if err := writeCharts(o, cells); err != nil {
 			return err
 		}
 	}
@@ -395,10 +437,60 @@ func runParent(o options, args []string, w io.Writer) error {
 			return err
 		}
 	}
-	if len(env.Failed) > 0 {
-		return fmt.Errorf("%d of %d cells failed", len(env.Failed), len(jobs))
-	}
 	return nil
+}
+
+// runFrom reports on the run recorded in o.from, with the settings of its
+// recorded command, into o.md and o.charts.
+func runFrom(o options, w io.Writer) error {
+	b, err := os.ReadFile(o.from)
+	if err != nil {
+		return err
+	}
+	var run struct {
+		Env   machine `json:"env"`
+		Cells []cell  `json:"cells"`
+	}
+	if err := json.Unmarshal(b, &run); err != nil {
+		return fmt.Errorf("%w %s: %v", errBadFrom, o.from, err)
+	}
+	args, err := recordedArgs(run.Env.Command)
+	if err != nil {
+		return fmt.Errorf("%w %s: %v", errBadFrom, o.from, err)
+	}
+	ro, err := parseArgs(args)
+	if err != nil {
+		return fmt.Errorf("%w %s: its command: %v", errBadFrom, o.from, err)
+	}
+	ro.out, ro.md, ro.charts = "", o.md, o.charts
+	return publish(ro, run.Env, run.Cells, w)
+}
+
+// recordedArgs are the arguments of a command line written by
+// commandLine.
+func recordedArgs(cmd string) ([]string, error) {
+	const prefix = "go run ./cmd/speed"
+	rest, ok := strings.CutPrefix(cmd, prefix)
+	if !ok || (rest != "" && rest[0] != ' ') {
+		return nil, fmt.Errorf("recorded command %q does not start with %q", cmd, prefix)
+	}
+	var args []string
+	for rest = strings.TrimLeft(rest, " "); rest != ""; rest = strings.TrimLeft(rest, " ") {
+		if rest[0] == '"' {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				return nil, fmt.Errorf("recorded command %q: %v", cmd, err)
+			}
+			a, _ := strconv.Unquote(q)
+			args = append(args, a)
+			rest = rest[len(q):]
+			continue
+		}
+		a, r, _ := strings.Cut(rest, " ")
+		args = append(args, a)
+		rest = r
+	}
+	return args, nil
 }
 
 // machine is what the report says about the run's machine.

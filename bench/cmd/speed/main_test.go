@@ -66,6 +66,13 @@ func TestParseArgs(t *testing.T) {
 		{"unknown path", []string{"-paths", "Peek"}, errBadPath, nil},
 		{"positional argument", []string{"extra"}, errBadArg, nil},
 		{"child needs one cpu", []string{"-child", "-cache", "tide", "-cpu", "1,2"}, errBadCPU, nil},
+		{"from takes the recorded settings", []string{"-from", "results/speed.json", "-md", "x.md", "-charts", "charts"}, nil, func(t *testing.T, o options) {
+			if o.from != "results/speed.json" || o.md != "x.md" || o.charts != "charts" {
+				t.Errorf("from = %+v", o)
+			}
+		}},
+		{"from with a measurement flag", []string{"-from", "results/speed.json", "-cpu", "4"}, errBadArg, nil},
+		{"from with out", []string{"-from", "results/speed.json", "-out", "again.json"}, errBadArg, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,6 +204,9 @@ func TestRender(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+	if strings.Contains(md, "![") || strings.Contains(md, "Charts") {
+		t.Errorf("report without -charts mentions charts:\n%s", md)
 	}
 	if strings.Contains(md, "was loaded") {
 		t.Errorf("report calls a machine at load 0.5 on 2 cores loaded:\n%s", md)

@@ -101,6 +101,10 @@ func render(o options, env machine, cells []cell) string {
 	pf("- **Workload**: %d keys of %d B, %d B values, a Zipf 1.01 trace of %d operations (each goroutine from its own offset), the cache pre-filled, no TTLs; %d round(s), interleaved, one process per cache, -cpu value and round; -benchtime %s per loop; medians over rounds.\n",
 		o.keys, bench.KeyLen, bench.ValueLen, bench.TraceLen, o.rounds, o.benchtime)
 	pf("- **Cells**: wall ns/op · CPU ns/op (user + system time of the child over the timed loop, GC included) · allocs/op; in parentheses the throughput relative to the table's first column (its ns/op ÷ this ns/op: at or above 1.00× is at least as fast), from wall and from CPU time. n/a: the cache has no such read path (tide View needs a zero-copy read in the engine).\n")
+	if o.charts != "" {
+		pf("- **Charts** (%s/speed-<group>-cpu<N>.svg, one under each table): the throughput relative to the table's first column (wall time, medians), per mix, one bar per cache and read path, with lines at the targets %.1f× (View) and %.1f× (Get).\n",
+			chartLink(o, ""), targetView, targetGet)
+	}
 	if hot := overCores(o.cpus, env.CPUs); len(hot) > 0 {
 		pf("- **Caveat**: -cpu %s exceed this machine's %d cores: those tables show behaviour under contention (more runnable goroutines than cores), **not scaling**.\n", joinInts(hot), env.CPUs)
 	}
@@ -136,6 +140,9 @@ func render(o options, env machine, cells []cell) string {
 					}
 				}
 				pf("\n")
+			}
+			if o.charts != "" {
+				pf("\n![%s, -cpu %d: throughput relative to %s](%s)\n", g.name, cpu, g.cols[0].label, chartLink(o, chartName(g, cpu)))
 			}
 		}
 	}

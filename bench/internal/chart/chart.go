@@ -1,4 +1,12 @@
-package main
+// Package chart draws the benchmark figures as SVG documents: grouped bar
+// charts, horizontal bars and line charts, enough for the README's figures
+// without a plotting dependency.
+//
+// Every function returns the whole document; the output depends only on
+// the arguments (no clock, no randomness, no map order), so charts are
+// reproducible from the results they are drawn from. The functions are
+// safe for concurrent use.
+package chart
 
 import (
 	"fmt"
@@ -6,9 +14,6 @@ import (
 	"os"
 	"strings"
 )
-
-// A tiny SVG writer: grouped bar charts, horizontal bars and line charts,
-// enough for the README's figures without a plotting dependency.
 
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939"}
 
@@ -52,18 +57,24 @@ func (s *svg) polyline(pts [][2]float64, stroke string) {
 	fmt.Fprintf(&s.b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(p, " "), stroke)
 }
 
-func (s *svg) write(path string) error {
+// bytes closes the document and returns it.
+func (s *svg) bytes() []byte {
 	s.b.WriteString("</svg>\n")
-	return os.WriteFile(path, []byte(s.b.String()), 0o644)
+	return []byte(s.b.String())
 }
 
-// niceMax rounds v up to 1, 2 or 5 times a power of ten.
+// WriteFile writes a document returned by one of the drawing functions.
+func WriteFile(path string, doc []byte) error {
+	return os.WriteFile(path, doc, 0o644)
+}
+
+// niceMax rounds v up to 1, 2, 2.5 or 5 times a power of ten.
 func niceMax(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
 		if m*p >= v {
 			return m * p
 		}
@@ -71,15 +82,27 @@ func niceMax(v float64) float64 {
 	return 10 * p
 }
 
-// groupedBars draws groups (x axis) of bars (one per series); values[g][s]
-// (NaN = missing).
-func groupedBars(path, title, ylabel string, groups, series []string, values [][]float64) error {
+// Ref is a horizontal reference line across a grouped bar chart, such as
+// a target ratio.
+type Ref struct {
+	Value float64
+	Label string
+	Color string // an SVG colour; "" is near-black
+}
+
+// GroupedBars draws groups (x axis) of bars (one per series); values[g][s]
+// (NaN = missing, no bar). refs draw dashed horizontal lines; the y axis
+// reaches at least the highest of them.
+func GroupedBars(title, ylabel string, groups, series []string, values [][]float64, refs ...Ref) []byte {
 	const left, right, top, bottom = 70.0, 160.0, 40.0, 50.0
 	w := math.Max(700, left+right+float64(len(groups)*(len(series)*14+24)))
 	h := 420.0
 	s := newSVG(w, h)
 	s.text(w/2, 22, "middle", title, `font-size="15" font-weight="bold"`)
 	maxV := 0.0
+	for _, r := range refs {
+		maxV = math.Max(maxV, r.Value)
+	}
 	for _, g := range values {
 		for _, v := range g {
 			if !math.IsNaN(v) {
@@ -117,12 +140,25 @@ func groupedBars(path, title, ylabel string, groups, series []string, values [][
 		s.rect(left+pw+14, y-10, 12, 12, palette[si%len(palette)], name)
 		s.text(left+pw+32, y, "start", name)
 	}
-	return s.write(path)
+	// Reference lines over the bars, labelled in the legend (lines close
+	// to each other would overlap labels drawn beside them).
+	for ri, r := range refs {
+		col := r.Color
+		if col == "" {
+			col = "#222"
+		}
+		y := top + ph - ph*r.Value/maxV
+		s.line(left, y, left+pw, y, col, 1.5, "6,4")
+		ly := top + 10 + float64(len(series)+ri)*18 + 6
+		s.line(left+pw+14, ly-4, left+pw+28, ly-4, col, 1.5, "4,2")
+		s.text(left+pw+32, ly, "start", r.Label, fmt.Sprintf(`fill="%s"`, col))
+	}
+	return s.bytes()
 }
 
-// hbars draws one horizontal bar per label; log scales the axis; target,
-// if > 0, draws a dashed vertical line labelled targetLabel.
-func hbars(path, title, xlabel string, labels []string, values []float64, log bool, target float64, targetLabel string) error {
+// HBars draws one horizontal bar per label (NaN = "n/a"); log scales the
+// axis; target, if > 0, draws a dashed vertical line labelled targetLabel.
+func HBars(title, xlabel string, labels []string, values []float64, log bool, target float64, targetLabel string) []byte {
 	const left, right, top, bottom = 130.0, 40.0, 40.0, 50.0
 	h := top + bottom + float64(len(labels))*26
 	w := 760.0
@@ -181,11 +217,12 @@ func hbars(path, title, xlabel string, labels []string, values []float64, log bo
 		s.line(pos(target), top-4, pos(target), h-bottom, "#d62728", 1.5, "6,4")
 		s.text(pos(target), top-8, "middle", targetLabel, `fill="#d62728"`)
 	}
-	return s.write(path)
+	return s.bytes()
 }
 
-// lines draws one polyline per series over a shared x axis.
-func lines(path, title, xlabel, ylabel string, names []string, xs, ys [][]float64, vline float64, vlabel string) error {
+// Lines draws one polyline per series over a shared x axis; vline, unless
+// NaN, draws a dashed vertical line labelled vlabel.
+func Lines(title, xlabel, ylabel string, names []string, xs, ys [][]float64, vline float64, vlabel string) []byte {
 	const left, right, top, bottom = 70.0, 160.0, 40.0, 50.0
 	w, h := 860.0, 440.0
 	s := newSVG(w, h)
@@ -228,5 +265,5 @@ func lines(path, title, xlabel, ylabel string, names []string, xs, ys [][]float6
 		s.rect(left+pw+14, y-10, 12, 12, palette[i%len(palette)], n)
 		s.text(left+pw+32, y, "start", n)
 	}
-	return s.write(path)
+	return s.bytes()
 }
