@@ -81,7 +81,7 @@ func main() {
 		run(os.Stdout, "go", "run", "./cmd/memory", "-peer", "tide,tide-capped,tide-exact,otter,otter-capped,freecache", "-n", memN, "-out", filepath.Join(res, "memory-capped.json"))
 	}
 	if !skipped("speed") {
-		args := []string{"run", "./cmd/speed", "-cpu", *cpu, "-rounds", fmt.Sprint(*rounds), "-out", filepath.Join(res, "speed.json"), "-md", filepath.Join(res, "speed.md")}
+		args := []string{"run", "./cmd/speed", "-cpu", *cpu, "-rounds", fmt.Sprint(*rounds), "-out", filepath.Join(res, "speed.json"), "-md", filepath.Join(res, "speed.md"), "-charts", charts}
 		if *quick {
 			args = append(args, "-quick")
 		}
