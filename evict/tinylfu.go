@@ -112,8 +112,11 @@ type tinyLFUPolicy struct {
 	fixed      bool
 	admitSeen  bool
 	windowFrac float64
-	// sims, if not nil, is told every reference (hit or write) to a key.
-	sims *miniSims
+	// group, if not nil, is told every reference (hit or write) to a
+	// key, and picks the configuration; applied is the index of the one
+	// this policy runs (see follow).
+	group   *adaptiveGroup
+	applied int
 }
 
 // newTinyLFU returns an empty W-TinyLFU policy for a shard whose cap is
@@ -176,8 +179,8 @@ func (p *tinyLFUPolicy) onAccess(h Handle) {
 	}
 	p.sk.increment(p.fp(h))
 	p.hits++
-	if p.sims != nil {
-		p.sims.observe(p, p.fp(h))
+	if p.group != nil {
+		p.group.observe(p.fp(h), p.est)
 	}
 	p.onAccessOrder(h)
 }
@@ -185,6 +188,9 @@ func (p *tinyLFUPolicy) onAccess(h Handle) {
 // maintain moves window overflow into probation, runs the hill climber and
 // demotes protected overflow.
 func (p *tinyLFUPolicy) maintain() {
+	if p.group != nil {
+		p.follow()
+	}
 	if p.hint <= 0 && p.total > p.maximum {
 		p.setMaximum(p.total)
 	}
@@ -291,8 +297,8 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	p.count++
 	p.link(h, segWindow)
 	p.missN++
-	if p.sims != nil {
-		p.sims.observe(p, fp)
+	if p.group != nil {
+		p.group.observe(fp, p.est)
 	}
 	if p.total >= p.maximum/2 || p.sk.blocks > 0 {
 		// Like Caffeine, start counting when the cache is half full, when
@@ -329,8 +335,8 @@ func (p *tinyLFUPolicy) update(h Handle, e Entry) {
 	fp := fingerprint(e.Hash)
 	p.setFP(h, fp)
 	p.sk.increment(fp)
-	if p.sims != nil {
-		p.sims.observe(p, fp)
+	if p.group != nil {
+		p.group.observe(fp, p.est)
 	}
 	p.onAccessOrder(h)
 	p.maintain()
@@ -438,8 +444,11 @@ func (p *tinyLFUPolicy) check() error {
 	if p.windowMax < 0 || p.protMax < 0 {
 		return errorf("tinylfu: negative targets window %d protected %d", p.windowMax, p.protMax)
 	}
-	if p.sims != nil {
-		return p.sims.check(p)
+	if p.group != nil {
+		if c := p.group.configs[p.applied]; p.windowFrac != c.window || p.admitSeen != c.seen {
+			return errorf("adaptive: runs window %.2f seen %v, want configuration %d %+v", p.windowFrac, p.admitSeen, p.applied, c)
+		}
+		return p.group.check()
 	}
 	return nil
 }
