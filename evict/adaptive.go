@@ -42,9 +42,15 @@ import (
 // the whole cache and picks the configuration of every shard. Caches of up
 // to adaptiveFull entries in all sample every key (the miniature caches
 // are then exact simulations); larger ones sample about adaptiveFull to
-// adaptiveGhost keys' worth. Scoring starts when the miniature caches are
-// full; every period (about one cache turnover of references) each score
-// is halved and gains the period's hits.
+// adaptiveGhost keys' worth. The miniature caches are sized when the
+// first shard holds adaptiveStartEntries entries (their average size and
+// the shard's cap give its capacity in entries), so that they see the
+// references from the start and fill about when the real cache does
+// (sized when it was half full, they filled half a fill later, and on
+// the large P3 and Scarab rows the real cache ran the initial
+// configuration that much longer). Scoring starts when the miniature
+// caches are full; every period (about one cache turnover of references)
+// each score is halved and gains the period's hits.
 //
 // Switching costs hits (the real cache's contents were chosen by the old
 // configuration), so a challenger must earn it: after adaptiveWarmup
@@ -85,7 +91,7 @@ import (
 // policy built by New): 6 × (about 40 bytes per miniature entry, map,
 // sketch and buffers included), where a miniature cache holds as many
 // entries as the whole cache up to adaptiveFull, then up to adaptiveGhost
-// (about 1 MB at most), built when the first shard is half full. For
+// (about 1 MB at most), growing as the cache fills. For
 // 1M entries of 16-byte keys and 64-byte values over 64 shards that is
 // under 1 byte per entry: the engine's overhead with a 1.5× cap measured
 // 80.4 bytes per entry beyond key and value against TinyLFU's 79.5
@@ -143,6 +149,10 @@ const (
 	// adaptiveSwitchRule is the evidence a challenger with the other
 	// admission rule needs.
 	adaptiveSwitchRule = 0.3
+	// adaptiveStartEntries is how many entries a shard holds before its
+	// average entry size sizes the miniature caches (if it is not half
+	// full before).
+	adaptiveStartEntries = 32
 	// adaptiveSalt mixes a fingerprint for the sampling decision, so that
 	// the sample does not follow the sketch's or the shard's hash bits.
 	adaptiveSalt = 0x61646170
@@ -189,8 +199,8 @@ func newAdaptiveGroup(shards int, configs []config) *adaptiveGroup {
 }
 
 // observe feeds a reference to the key of fingerprint fp, made in a shard
-// whose capacity is estimated at est entries (0 if not yet known), to the
-// miniature caches if the key is sampled.
+// whose capacity is estimated at est entries (0 if not yet known, see
+// groupEstimate), to the miniature caches if the key is sampled.
 func (g *adaptiveGroup) observe(fp uint32, est int) {
 	lim := g.limit.Load()
 	if lim == 0 {
@@ -291,7 +301,9 @@ func (s *miniSims) start(est int) {
 		g.fixed = true
 		g.windowFrac, g.admitSeen = c.window, c.seen
 		g.setMaximum(int64(gcap))
-		s.sims[i] = miniSim{p: g, m: make(map[uint32]Handle, gcap), cap: gcap}
+		// The map grows as the cache fills, as the real cache's
+		// memory does.
+		s.sims[i] = miniSim{p: g, m: make(map[uint32]Handle), cap: gcap}
 	}
 	s.ready = true
 }

@@ -298,3 +298,25 @@ func TestAdaptiveShardsUnderTheirOwnLocks(t *testing.T) {
 		t.Errorf("the shared miniature caches never filled")
 	}
 }
+
+// TestAdaptiveMiniatureCachesFillWithTheShard guards the miniature caches'
+// start: they are sized from the shard's first entries, not when it is
+// half full, so they see the references the shard sees from the start
+// and fill (scoring begins) about when the shard does, instead of half a
+// fill later.
+func TestAdaptiveMiniatureCachesFillWithTheShard(t *testing.T) {
+	const capacity = 1000 // within adaptiveFull: every key is sampled
+	p := newAdaptive(capacity, newAdaptiveGroup(1, adaptiveConfigs))
+	for i := range capacity + capacity/10 {
+		p.Add(Handle(i), Entry{Hash: mix64(uint64(i)), Size: 1})
+		if i+1 == adaptiveStartEntries && !p.group.sims.ready {
+			t.Fatalf("miniature caches not started with %d entries held", i+1)
+		}
+	}
+	if err := p.check(); err != nil {
+		t.Fatal(err)
+	}
+	if !p.group.sims.full {
+		t.Errorf("miniature caches not full after %d distinct keys at capacity %d: they hold %d", capacity+capacity/10, capacity, len(p.group.sims.sims[0].m))
+	}
+}

@@ -180,9 +180,35 @@ func (p *tinyLFUPolicy) onAccess(h Handle) {
 	p.sk.increment(p.fp(h))
 	p.hits++
 	if p.group != nil {
-		p.group.observe(p.fp(h), p.est)
+		p.group.observe(p.fp(h), p.groupEstimate())
 	}
 	p.onAccessOrder(h)
+}
+
+// groupEstimate is the capacity estimate, in entries, that this shard
+// gives its Adaptive group (which sizes the miniature caches and their
+// sample from the first one it gets): est once the shard is half full;
+// before that, once the shard holds adaptiveStartEntries (enough to
+// average their sizes), the entries of that average size that fit its
+// cap, so that the miniature caches fill about when the shard does; 0
+// until then.
+func (p *tinyLFUPolicy) groupEstimate() int {
+	if p.est > 0 {
+		return p.est
+	}
+	if p.hint <= 0 || p.count < adaptiveStartEntries {
+		return 0
+	}
+	return p.fitEstimate()
+}
+
+// fitEstimate is the number of entries of the current average size that
+// fit the shard's cap (hint), at least the number held.
+func (p *tinyLFUPolicy) fitEstimate() int {
+	if p.hint <= 0 || p.total <= 0 {
+		return p.count
+	}
+	return max(p.count, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
 }
 
 // maintain moves window overflow into probation, runs the hill climber and
@@ -298,17 +324,14 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	p.link(h, segWindow)
 	p.missN++
 	if p.group != nil {
-		p.group.observe(fp, p.est)
+		p.group.observe(fp, p.groupEstimate())
 	}
 	if p.total >= p.maximum/2 || p.sk.blocks > 0 {
 		// Like Caffeine, start counting when the cache is half full, when
 		// the average entry size is known: the capacity in entries is the
 		// cap over the average size, and sizes the sketch and its reset
 		// period. The sketch only grows.
-		p.est = p.count
-		if p.hint > 0 && p.total > 0 {
-			p.est = max(p.count, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
-		}
+		p.est = p.fitEstimate()
 		p.sk.setPeriod(p.est)
 		p.sk.ensure(p.est)
 	}
@@ -336,7 +359,7 @@ func (p *tinyLFUPolicy) update(h Handle, e Entry) {
 	p.setFP(h, fp)
 	p.sk.increment(fp)
 	if p.group != nil {
-		p.group.observe(fp, p.est)
+		p.group.observe(fp, p.groupEstimate())
 	}
 	p.onAccessOrder(h)
 	p.maintain()
