@@ -94,9 +94,10 @@ import (
 // (about 1 MB at most), growing as the cache fills. For
 // 1M entries of 16-byte keys and 64-byte values over 64 shards that is
 // under 1 byte per entry: the engine's overhead with a 1.5× cap measured
-// 80.4 bytes per entry beyond key and value against TinyLFU's 79.5
-// (bench/cmd/memory, tide-capped); TestPolicyMemoryPerEntry measures 34.3
-// bytes per entry for a quarter of those shards against TinyLFU's 30.9.
+// 80.2 bytes per entry beyond key and value against TinyLFU's 79.5
+// (bench/cmd/memory, tide-capped; 108.4 with a set per shard);
+// TestPolicyMemoryPerEntry measures 34.9 bytes per entry for a quarter of
+// those shards against TinyLFU's 30.9.
 // For a small cache the miniature caches are a large overhead: 0.5 MB
 // beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192.
 //
