@@ -58,8 +58,10 @@ func policyBytesPerEntry(spec Spec) float64 {
 
 // TestPolicyMemoryPerEntry guards each policy's memory per tracked entry
 // (its documented cost) in the shape the bench measures: the per-entry
-// state, the sketch and ghost structures, array growth slack and the
-// fixed per-shard buffers amortized over the shard's entries.
+// state, the sketch and ghost structures, array growth slack, and the
+// fixed per-shard buffers and the state the shards share (Adaptive's
+// miniature caches, one set for all the shards, as the engine builds
+// them) amortized over the entries.
 func TestPolicyMemoryPerEntry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills 250k entries")
