@@ -159,8 +159,8 @@ var Peers = []Peer{
 // RecommendedPolicy is the eviction policy the bench runs tide with where
 // a user would set a cap: the policy the docs recommend for caches,
 // evict.TinyLFU. evict.Adaptive has the better mean hit ratio in
-// HITRATIO.md but misses its goals on some rows and costs about 10× the
-// write time and up to ~2.5 MB per shard (see its doc), so it is not the
+// HITRATIO.md but misses its goals on some rows and costs up to about 10×
+// the write time on small shards (see its doc), so it is not the
 // recommendation yet.
 var RecommendedPolicy = evict.TinyLFU
 

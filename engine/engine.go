@@ -205,15 +205,16 @@ func New(cfg Config) (*Engine, error) {
 		e.b = &budget{max: cfg.MaxBytes}
 	}
 	parts := make([]expiry.Reclaimer, n)
+	// The policies' size hint is each shard's even share of the cap.
+	pols := cfg.Policy.NewShards(n, cfg.MaxBytes/int64(n))
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.mu.s = s
 		s.idx = expiry.NewIndex()
 		s.seed = e.seed
 		s.b = e.b
-		if cfg.Policy.New != nil {
-			// The policy's size hint is the shard's even share of the cap.
-			s.pol = cfg.Policy.New(cfg.MaxBytes / int64(n))
+		if pols != nil {
+			s.pol = pols[i]
 			s.volatile = cfg.Policy.Volatile
 			s.deadlines, _ = s.pol.(evict.DeadlineSetter)
 			s.rlog = new(readLog)

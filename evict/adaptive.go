@@ -1,5 +1,10 @@
 package evict
 
+import (
+	"sync"
+	"sync/atomic"
+)
+
 // Adaptive is W-TinyLFU whose configuration is chosen, and re-chosen as
 // the workload changes, by miniature simulation (Waldspurger et al.,
 // "Cache Modeling and Optimization using Miniature Simulations", USENIX
@@ -30,11 +35,22 @@ package evict
 // Each configuration runs in a miniature cache on the side: a W-TinyLFU
 // over key hashes only, fed the references (hits and writes) of the keys
 // whose mixed hash falls in a fixed sample, with its capacity scaled by the
-// sampling rate. Caches of up to adaptiveFull entries sample every key
-// (the miniature caches are then exact simulations); larger ones sample
-// about adaptiveFull to adaptiveGhost keys' worth. Scoring starts when the
-// miniature caches are full; every period (about one cache turnover of
-// references) each score is halved and gains the period's hits.
+// sampling rate. The shards of one engine share one set of miniature
+// caches (Spec.NewShards, which the engine uses): the engine spreads keys
+// over its shards by a seeded hash, so they see statistically the same
+// workload, and one set fed a sample of every shard's references models
+// the whole cache and picks the configuration of every shard. Caches of up
+// to adaptiveFull entries in all sample every key (the miniature caches
+// are then exact simulations); larger ones sample about adaptiveFull to
+// adaptiveGhost keys' worth. The miniature caches are sized when the
+// first shard holds adaptiveStartEntries entries (their average size and
+// the shard's cap give its capacity in entries), so that they see the
+// references from the start and fill about when the real cache does
+// (sized when it was half full, they filled half a fill later, and on
+// the large P3 and Scarab rows the real cache ran the initial
+// configuration that much longer). Scoring starts when the miniature
+// caches are full; every period (about one cache turnover of references)
+// each score is halved and gains the period's hits.
 //
 // Switching costs hits (the real cache's contents were chosen by the old
 // configuration), so a challenger must earn it: after adaptiveWarmup
@@ -54,35 +70,59 @@ package evict
 // caches compare the candidates side by side on the same references, and
 // include an admission rule that does not trust high counts.
 //
-// Concurrency: none of its own, as TinyLFU (see the package doc).
+// Concurrency: a policy instance has none of its own, as TinyLFU (see the
+// package doc); the miniature caches shared by the shards of an engine
+// have their own mutex, taken only for a sampled reference, and the
+// configuration they pick is published atomically and applied by each
+// shard under its own lock as it next maintains its segments.
 //
 // Cost: TinyLFU's, plus, for each reference (hit or write) to a sampled
-// key, one reference in each of the 6 miniature caches (a map lookup and
-// O(1) list moves, and on a miss an eviction). Caches of up to
+// key, a mutex and one reference in each of the 6 miniature caches (a map
+// lookup and O(1) list moves, and on a miss an eviction). Caches of up to
 // adaptiveFull entries sample every key: BenchmarkVictimSmall (a write
 // that evicts, 2048 entries) measured about 10 times TinyLFU's time per
 // write (2.6–3.7 µs against 0.2–0.4 µs on a loaded 2-core machine).
-// Larger shards sample a fraction of about adaptiveFull/entries or less:
-// BenchmarkVictim (65536 entries) measured about 2 times TinyLFU's.
+// Larger caches sample a fraction of about adaptiveFull/entries or less
+// (under 0.5% of the references at 1M entries): BenchmarkVictim (65536
+// entries) measured about 2 times TinyLFU's.
 //
-// Memory: TinyLFU's (14 bytes per entry, 8 to 16 of sketch per entry of
-// capacity), plus the miniature
-// caches: 6 × (about 45 bytes per miniature entry, map, sketch and
-// buffers included), where a miniature cache holds
-// min(entries, adaptiveFull) entries, or up to adaptiveGhost for shards
-// of more than 16×adaptiveFull entries. Measured: about 0.6 MB for a shard
-// of 2048 entries (300 bytes per entry), 0.75 MB at 8192 entries, and at
-// most about 1.1 MB per shard beyond TinyLFU's own. That is a large
-// overhead for small shards of small entries; the miniature caches are
-// built when the shard is half full.
+// Memory: TinyLFU's per shard (14 bytes per entry, 8 to 16 of sketch per
+// entry of capacity), plus one set of miniature caches per engine (or per
+// policy built by New): 6 × (about 40 bytes per miniature entry, map,
+// sketch and buffers included), where a miniature cache holds as many
+// entries as the whole cache up to adaptiveFull, then up to adaptiveGhost
+// (about 1 MB at most), growing as the cache fills. For
+// 1M entries of 16-byte keys and 64-byte values over 64 shards that is
+// under 1 byte per entry: the engine's overhead with a 1.5× cap measured
+// 80.2 bytes per entry beyond key and value against TinyLFU's 79.5
+// (bench/cmd/memory, tide-capped; 108.4 with a set per shard);
+// TestPolicyMemoryPerEntry measures 34.9 bytes per entry for a quarter of
+// those shards against TinyLFU's 30.9.
+// For a small cache the miniature caches are a large overhead: 0.5 MB
+// beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192.
 //
-// The zero Spec value is NoEviction; build instances with Adaptive.New.
-var Adaptive = Spec{Name: "adaptive", New: newAdaptivePolicy}
+// The zero Spec value is NoEviction; build instances with Adaptive.New
+// (one policy with its own miniature caches) or Adaptive.NewShards (the
+// shards of one engine, sharing one set).
+var Adaptive = Spec{Name: "adaptive", New: newAdaptivePolicy, newShards: newAdaptiveShards}
 
-func newAdaptivePolicy(shardBytes int64) Policy { return newAdaptive(shardBytes, adaptiveConfigs) }
+func newAdaptivePolicy(shardBytes int64) Policy {
+	return newAdaptive(shardBytes, newAdaptiveGroup(1, adaptiveConfigs))
+}
+
+// newAdaptiveShards builds the policies of n shards that share one set of
+// miniature caches.
+func newAdaptiveShards(n int, shardBytes int64) []Policy {
+	g := newAdaptiveGroup(n, adaptiveConfigs)
+	ps := make([]Policy, n)
+	for i := range ps {
+		ps[i] = newAdaptive(shardBytes, g)
+	}
+	return ps
+}
 
 // adaptivePolicy is the policy of Adaptive, whose doc describes it: a
-// W-TinyLFU with its miniature caches.
+// W-TinyLFU that runs the configuration its group's miniature caches pick.
 type adaptivePolicy struct {
 	*tinyLFUPolicy
 }
@@ -110,6 +150,13 @@ const (
 	// adaptiveSwitchRule is the evidence a challenger with the other
 	// admission rule needs.
 	adaptiveSwitchRule = 0.3
+	// adaptiveStartEntries is how many entries a shard holds before its
+	// average entry size sizes the miniature caches (if it is not half
+	// full before).
+	adaptiveStartEntries = 32
+	// adaptiveSalt mixes a fingerprint for the sampling decision, so that
+	// the sample does not follow the sketch's or the shard's hash bits.
+	adaptiveSalt = 0x61646170
 )
 
 // config is one candidate setting of the W-TinyLFU structure.
@@ -123,11 +170,69 @@ var adaptiveConfigs = []config{
 	{0.2, true}, {0.4, true},
 }
 
-// miniSims are the miniature caches of an Adaptive policy.
+// adaptiveGroup holds the miniature caches that pick the configuration of
+// the Adaptive policies of one engine's shards (or of one policy built by
+// Adaptive.New). The shards of an engine see statistically the same
+// workload (the engine spreads keys over them by a seeded hash), so one
+// set of miniature caches, fed a sample of every shard's references
+// chosen by key hash, decides for all of them. Each shard's policy runs
+// under its own shard's lock; the miniature caches are guarded by mu,
+// taken only for a sampled reference, and the decision is published in
+// cur, which each shard applies under its own lock as it maintains its
+// segments.
+type adaptiveGroup struct {
+	shards  int
+	configs []config
+	// limit: a reference to fingerprint fp is sampled iff
+	// mix64(fp^adaptiveSalt)>>32 < limit; 0 until the miniature caches
+	// start. Written under mu, read without it.
+	limit atomic.Uint64
+	// cur is the index of the configuration the shards are to run.
+	// Written under mu, read without it.
+	cur atomic.Int32
+
+	mu   sync.Mutex // guards sims
+	sims miniSims
+}
+
+func newAdaptiveGroup(shards int, configs []config) *adaptiveGroup {
+	return &adaptiveGroup{shards: max(shards, 1), configs: configs, sims: miniSims{configs: configs}}
+}
+
+// observe feeds a reference to the key of fingerprint fp, made in a shard
+// whose capacity is estimated at est entries (0 if not yet known, see
+// groupEstimate), to the miniature caches if the key is sampled.
+func (g *adaptiveGroup) observe(fp uint32, est int) {
+	lim := g.limit.Load()
+	if lim == 0 {
+		if est <= 0 {
+			return
+		}
+		g.mu.Lock()
+		if !g.sims.ready {
+			// The shards are alike: the engine's capacity is about
+			// shards times this one's.
+			g.sims.start(int(min(int64(est)*int64(g.shards), 1<<40)))
+			g.limit.Store(g.sims.limit)
+		}
+		g.mu.Unlock()
+		lim = g.limit.Load()
+	}
+	if mix64(uint64(fp)^adaptiveSalt)>>32 >= lim {
+		return
+	}
+	g.mu.Lock()
+	if best := g.sims.observe(fp); best >= 0 {
+		g.cur.Store(int32(best))
+	}
+	g.mu.Unlock()
+}
+
+// miniSims are the miniature caches of an adaptiveGroup.
 type miniSims struct {
 	configs []config
 	sims    []miniSim
-	cur     int    // index of the configuration the real cache runs
+	cur     int    // index of the configuration the shards run
 	limit   uint64 // a hash is sampled iff its mixed top 32 bits are < limit
 	full    bool   // the miniature caches have filled: scoring has begun
 	evals   int    // evaluations since the miniature caches filled
@@ -147,12 +252,13 @@ type miniSim struct {
 	evidence float64 // summed leads over the current configuration, less drift
 }
 
-func newAdaptive(shardBytes int64, configs []config) *adaptivePolicy {
+func newAdaptive(shardBytes int64, g *adaptiveGroup) *adaptivePolicy {
 	p := newTinyLFU(-1)
 	p.hint = shardBytes
 	p.fixed = true
-	p.sims = &miniSims{configs: configs}
-	p.applyConfig(configs[0])
+	p.group = g
+	p.applied = int(g.cur.Load())
+	p.applyConfig(g.configs[p.applied])
 	if shardBytes > 0 {
 		p.setMaximum(shardBytes)
 	}
@@ -168,15 +274,24 @@ func (p *tinyLFUPolicy) applyConfig(c config) {
 	}
 }
 
-// start sizes the miniature caches once the real cache's capacity in
-// entries is estimated.
+// follow applies the group's current configuration if the shard does not
+// run it yet.
+func (p *tinyLFUPolicy) follow() {
+	if c := int(p.group.cur.Load()); c != p.applied {
+		p.applied = c
+		p.applyConfig(p.group.configs[c])
+	}
+}
+
+// start sizes the miniature caches once the capacity in entries of the
+// caches they model is estimated.
 func (s *miniSims) start(est int) {
 	gcap := est
 	if est > adaptiveFull {
 		gcap = min(max(adaptiveFull, est/16), adaptiveGhost)
 	}
 	rate := float64(gcap) / float64(est)
-	s.limit = uint64(rate * (1 << 32))
+	s.limit = max(uint64(rate*(1<<32)), 1)
 	// About one turnover of the miniature caches, enough sampled
 	// references for a hit count to mean something, and no more than
 	// 2048 so that a large cache on a short trace still adapts.
@@ -187,24 +302,17 @@ func (s *miniSims) start(est int) {
 		g.fixed = true
 		g.windowFrac, g.admitSeen = c.window, c.seen
 		g.setMaximum(int64(gcap))
-		s.sims[i] = miniSim{p: g, m: make(map[uint32]Handle, gcap), cap: gcap}
+		// The map grows as the cache fills, as the real cache's
+		// memory does.
+		s.sims[i] = miniSim{p: g, m: make(map[uint32]Handle), cap: gcap}
 	}
 	s.ready = true
 }
 
-// observe feeds a reference to the key of fingerprint fp to the miniature
-// caches and, at the end of a period, switches p to the best
-// configuration.
-func (s *miniSims) observe(p *tinyLFUPolicy, fp uint32) {
-	if !s.ready {
-		if p.est <= 0 {
-			return
-		}
-		s.start(p.est)
-	}
-	if mix64(uint64(fp)^0x61646170)>>32 >= s.limit {
-		return
-	}
+// observe feeds a sampled reference to the key of fingerprint fp to the
+// miniature caches and, at the end of a period, returns the configuration
+// to switch to, or -1 to stay.
+func (s *miniSims) observe(fp uint32) int {
 	for i := range s.sims {
 		s.sims[i].access(fp)
 	}
@@ -212,7 +320,7 @@ func (s *miniSims) observe(p *tinyLFUPolicy, fp uint32) {
 		// Hit counts while the caches fill say little about how they
 		// do when full: scoring starts when the miniature caches are.
 		if len(s.sims[0].m) < s.sims[0].cap {
-			return
+			return -1
 		}
 		s.full = true
 		for i := range s.sims {
@@ -221,7 +329,7 @@ func (s *miniSims) observe(p *tinyLFUPolicy, fp uint32) {
 	}
 	s.refs++
 	if s.refs < s.period {
-		return
+		return -1
 	}
 	s.refs = 0
 	for i := range s.sims {
@@ -229,10 +337,11 @@ func (s *miniSims) observe(p *tinyLFUPolicy, fp uint32) {
 		g.score = g.score*adaptiveDecay + float64(g.hits)
 		g.hits = 0
 	}
-	if best := s.choose(); best >= 0 {
+	best := s.choose()
+	if best >= 0 {
 		s.cur = best
-		p.applyConfig(s.configs[best])
 	}
+	return best
 }
 
 // choose runs one evaluation of the scores and returns the configuration
@@ -296,25 +405,32 @@ func (g *miniSim) access(fp uint32) {
 	g.p.Add(h, Entry{Hash: uint64(fp) << 34, Size: 1})
 }
 
-// check verifies the miniature caches: each is a consistent W-TinyLFU
-// holding exactly the hashes its map names, at most its capacity, with
-// the configuration it was built for; and the real cache runs the current
-// configuration.
-func (s *miniSims) check(p *tinyLFUPolicy) error {
+// check verifies the group: its published state matches the miniature
+// caches', and each of those is a consistent W-TinyLFU holding exactly the
+// hashes its map names, at most its capacity, with the configuration it
+// was built for.
+func (g *adaptiveGroup) check() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if int(g.cur.Load()) != g.sims.cur || g.limit.Load() != g.sims.limit {
+		return errorf("adaptive: published configuration %d limit %d, miniature caches' %d %d", g.cur.Load(), g.limit.Load(), g.sims.cur, g.sims.limit)
+	}
+	return g.sims.check()
+}
+
+// check verifies the miniature caches (see adaptiveGroup.check).
+func (s *miniSims) check() error {
 	if s.cur < 0 || s.cur >= len(s.configs) {
 		return errorf("adaptive: current configuration %d of %d", s.cur, len(s.configs))
 	}
-	if c := s.configs[s.cur]; p.windowFrac != c.window || p.admitSeen != c.seen {
-		return errorf("adaptive: real cache runs window %.2f seen %v, want %+v", p.windowFrac, p.admitSeen, c)
-	}
 	if !s.ready {
-		if len(s.sims) != 0 {
-			return errorf("adaptive: %d miniature caches before start", len(s.sims))
+		if len(s.sims) != 0 || s.limit != 0 {
+			return errorf("adaptive: %d miniature caches, limit %d before start", len(s.sims), s.limit)
 		}
 		return nil
 	}
-	if len(s.sims) != len(s.configs) {
-		return errorf("adaptive: %d miniature caches for %d configurations", len(s.sims), len(s.configs))
+	if len(s.sims) != len(s.configs) || s.limit == 0 {
+		return errorf("adaptive: %d miniature caches for %d configurations, limit %d", len(s.sims), len(s.configs), s.limit)
 	}
 	for i := range s.sims {
 		g := &s.sims[i]

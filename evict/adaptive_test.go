@@ -1,6 +1,8 @@
 package evict
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -10,6 +12,22 @@ import (
 // size 1, calls each after every step, and returns the hit count.
 func cacheRun(t *testing.T, p Policy, capacity int, keys []uint64, each func(i int)) int {
 	t.Helper()
+	hits, err := drive(p, capacity, keys, func(i int) bool {
+		if each != nil {
+			each(i)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// drive is cacheRun for any goroutine: it stops at the first step after
+// which each returns false, and returns the hits so far and an error if
+// Victim named no live handle.
+func drive(p Policy, capacity int, keys []uint64, each func(i int) bool) (int, error) {
 	m := map[uint64]Handle{}
 	key := map[Handle]uint64{}
 	var free []Handle
@@ -25,7 +43,7 @@ func cacheRun(t *testing.T, p Policy, capacity int, keys []uint64, each func(i i
 			for len(m) >= capacity {
 				v, ok := p.Victim(int64(i))
 				if _, live := key[v]; !ok || !live {
-					t.Fatalf("step %d: Victim = %d, %v; not a live handle", i, v, ok)
+					return hits, fmt.Errorf("step %d: Victim = %d, %v; not a live handle", i, v, ok)
 				}
 				delete(m, key[v])
 				delete(key, v)
@@ -41,11 +59,11 @@ func cacheRun(t *testing.T, p Policy, capacity int, keys []uint64, each func(i i
 			m[k], key[h] = h, k
 			p.Add(h, Entry{Hash: hash, Size: 1})
 		}
-		if each != nil {
-			each(i)
+		if !each(i) {
+			break
 		}
 	}
-	return hits
+	return hits, nil
 }
 
 // shifting returns n references to a working set of width keys that
@@ -88,7 +106,7 @@ func TestAdaptiveInvariants(t *testing.T) {
 		{"skewed with scans", skewedWithScans(30_000, 2000, 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newAdaptive(300, adaptiveConfigs)
+			p := newAdaptive(300, newAdaptiveGroup(1, adaptiveConfigs))
 			cacheRun(t, p, 300, tc.keys, func(i int) {
 				if i%97 == 0 {
 					if err := p.check(); err != nil {
@@ -99,8 +117,8 @@ func TestAdaptiveInvariants(t *testing.T) {
 			if err := p.check(); err != nil {
 				t.Fatal(err)
 			}
-			if !p.sims.ready || !p.sims.full {
-				t.Fatalf("miniature caches ready %v, full %v after %d references", p.sims.ready, p.sims.full, len(tc.keys))
+			if !p.group.sims.ready || !p.group.sims.full {
+				t.Fatalf("miniature caches ready %v, full %v after %d references", p.group.sims.ready, p.group.sims.full, len(tc.keys))
 			}
 		})
 	}
@@ -114,9 +132,9 @@ func TestAdaptiveInvariants(t *testing.T) {
 func TestAdaptiveLeavesFrequencyWhenRecencyWins(t *testing.T) {
 	const capacity = 500
 	shift := shifting(200_000, 1500, 16, 3)
-	a := newAdaptive(capacity, adaptiveConfigs)
+	a := newAdaptive(capacity, newAdaptiveGroup(1, adaptiveConfigs))
 	left := false
-	ha := cacheRun(t, a, capacity, shift, func(int) { left = left || a.sims.cur != 0 })
+	ha := cacheRun(t, a, capacity, shift, func(int) { left = left || a.applied != 0 })
 	ht := cacheRun(t, newTinyLFU(capacity), capacity, shift, nil)
 	if !left {
 		t.Errorf("shifting working set: Adaptive never left TinyLFU's configuration")
@@ -126,7 +144,7 @@ func TestAdaptiveLeavesFrequencyWhenRecencyWins(t *testing.T) {
 	}
 
 	skew := skewedWithScans(200_000, 5000, 3)
-	sa := cacheRun(t, newAdaptive(capacity, adaptiveConfigs), capacity, skew, nil)
+	sa := cacheRun(t, newAdaptive(capacity, newAdaptiveGroup(1, adaptiveConfigs)), capacity, skew, nil)
 	st := cacheRun(t, newTinyLFU(capacity), capacity, skew, nil)
 	if sa < st-len(skew)/200 {
 		t.Errorf("skewed with scans: Adaptive %d hits, TinyLFU %d: want within 0.5 point", sa, st)
@@ -187,5 +205,118 @@ func TestAdaptiveSwitchRule(t *testing.T) {
 		if got := evaluations(tc.ch, tc.leads); got != tc.want {
 			t.Errorf("%s: switched at evaluation %d, want %d (0 = never)", tc.name, got, tc.want)
 		}
+	}
+}
+
+// shardedRun drives the shard policies ps as an engine does, keys going to
+// the shard their hash's low bits pick, each shard holding perShard
+// entries; it returns the hit count.
+func shardedRun(t *testing.T, ps []Policy, perShard int, keys []uint64) int {
+	t.Helper()
+	byShard := make([][]uint64, len(ps))
+	for _, k := range keys {
+		s := mix64(k) & uint64(len(ps)-1)
+		byShard[s] = append(byShard[s], k)
+	}
+	hits := 0
+	for s, p := range ps {
+		hits += cacheRun(t, p, perShard, byShard[s], nil)
+	}
+	return hits
+}
+
+// TestAdaptiveShardsShareOneDecision guards the engine's shape: the
+// policies NewShards builds share one set of miniature caches, whose
+// decision every shard applies, and together they beat TinyLFU where
+// recency wins as one Adaptive does.
+func TestAdaptiveShardsShareOneDecision(t *testing.T) {
+	const shards, perShard = 4, 500
+	keys := shifting(400_000, 4*1500, 4, 3)
+	ps := Adaptive.NewShards(shards, perShard)
+	if len(ps) != shards {
+		t.Fatalf("NewShards built %d policies, want %d", len(ps), shards)
+	}
+	g := ps[0].(*adaptivePolicy).group
+	for i, p := range ps {
+		if p.(*adaptivePolicy).group != g {
+			t.Fatalf("shard %d has its own miniature caches", i)
+		}
+	}
+	ha := shardedRun(t, ps, perShard, keys)
+	ht := shardedRun(t, TinyLFU.NewShards(shards, perShard), perShard, keys)
+	if g.cur.Load() == 0 {
+		t.Errorf("shifting working set: the shards never left TinyLFU's configuration")
+	}
+	for i, p := range ps {
+		a := p.(*adaptivePolicy)
+		a.Victim(0) // applies the group's latest decision
+		if a.applied != int(g.cur.Load()) {
+			t.Errorf("shard %d runs configuration %d, the group chose %d", i, a.applied, g.cur.Load())
+		}
+		if err := a.check(); err != nil {
+			t.Errorf("shard %d: %v", i, err)
+		}
+	}
+	if ha < ht+len(keys)/100 {
+		t.Errorf("shifting working set over %d shards: Adaptive %d hits, TinyLFU %d: want at least 1 point more", shards, ha, ht)
+	}
+	t.Logf("hits of %d: adaptive %d, tinylfu %d", len(keys), ha, ht)
+}
+
+// TestAdaptiveShardsUnderTheirOwnLocks guards the shared miniature caches'
+// locking: the engine calls each shard's policy under that shard's lock
+// only, so the shards of one engine run at once (the race detector
+// watches), and every shard and the shared state stay consistent.
+func TestAdaptiveShardsUnderTheirOwnLocks(t *testing.T) {
+	const shards, perShard = 4, 300
+	keys := shifting(120_000, 4*600, 2, 5)
+	ps := Adaptive.NewShards(shards, perShard)
+	byShard := make([][]uint64, shards)
+	for _, k := range keys {
+		s := mix64(k) & (shards - 1)
+		byShard[s] = append(byShard[s], k)
+	}
+	errs := make(chan error, shards)
+	for s := range shards {
+		go func() {
+			var err error
+			_, derr := drive(ps[s], perShard, byShard[s], func(i int) bool {
+				if i%499 == 0 {
+					err = ps[s].(checker).check()
+				}
+				return err == nil
+			})
+			errs <- errors.Join(err, derr)
+		}()
+	}
+	for range shards {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if g := ps[0].(*adaptivePolicy).group; !g.sims.full {
+		t.Errorf("the shared miniature caches never filled")
+	}
+}
+
+// TestAdaptiveMiniatureCachesFillWithTheShard guards the miniature caches'
+// start: they are sized from the shard's first entries, not when it is
+// half full, so they see the references the shard sees from the start
+// and fill (scoring begins) about when the shard does, instead of half a
+// fill later.
+func TestAdaptiveMiniatureCachesFillWithTheShard(t *testing.T) {
+	const capacity = 1000 // within adaptiveFull: every key is sampled
+	p := newAdaptive(capacity, newAdaptiveGroup(1, adaptiveConfigs))
+	for i := range capacity + capacity/10 {
+		p.Add(Handle(i), Entry{Hash: mix64(uint64(i)), Size: 1})
+		if i+1 == adaptiveStartEntries && !p.group.sims.ready {
+			t.Fatalf("miniature caches not started with %d entries held", i+1)
+		}
+	}
+	if err := p.check(); err != nil {
+		t.Fatal(err)
+	}
+	if !p.group.sims.full {
+		t.Errorf("miniature caches not full after %d distinct keys at capacity %d: they hold %d", capacity+capacity/10, capacity, len(p.group.sims.sims[0].m))
 	}
 }

@@ -507,3 +507,37 @@ func TestSketchGrowthKeepsCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestNewShards guards Spec.NewShards, which the engine builds its
+// shards' policies with: n working, distinct instances for every
+// evicting policy, none for NoEviction or a non-positive count.
+func TestNewShards(t *testing.T) {
+	for _, s := range evicting() {
+		ps := s.NewShards(4, 1000)
+		if len(ps) != 4 {
+			t.Fatalf("%s: NewShards(4) built %d policies", s.Name, len(ps))
+		}
+		for i, p := range ps {
+			for j := range i {
+				if ps[j] == p {
+					t.Errorf("%s: shards %d and %d share one instance", s.Name, j, i)
+				}
+			}
+			p.Add(0, Entry{Hash: uint64(i), Size: 1})
+			if h, ok := p.Victim(0); !ok || h != 0 {
+				t.Errorf("%s: shard %d: Victim = %d, %v, want 0, true", s.Name, i, h, ok)
+			}
+			if err := p.(checker).check(); err != nil {
+				t.Errorf("%s: shard %d: %v", s.Name, i, err)
+			}
+		}
+		for _, n := range []int{0, -1} {
+			if ps := s.NewShards(n, 1000); ps != nil {
+				t.Errorf("%s: NewShards(%d) = %d policies, want nil", s.Name, n, len(ps))
+			}
+		}
+	}
+	if ps := NoEviction.NewShards(4, 1000); ps != nil {
+		t.Errorf("NoEviction.NewShards = %d policies, want nil", len(ps))
+	}
+}

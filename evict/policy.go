@@ -5,11 +5,14 @@
 // The engine owns the map, the locks and the byte accounting; a policy only
 // sees handles (dense small integers naming resident entries of one shard),
 // their sizes and deadlines, read hits and misses, and chooses victims.
-// Each shard of an engine has its own Policy instance, built by Spec.New.
+// Each shard of an engine has its own Policy instance, built by
+// Spec.NewShards (Spec.New for each shard, or instances that share state
+// across the shards of one engine, as Adaptive's do).
 //
 // Concurrency: the engine calls every method of a Policy with the shard's
 // write lock held, so a policy instance is never used concurrently and
-// needs no synchronization of its own. Reads do not take that lock: the
+// needs no synchronization of its own (state shared by the instances of
+// several shards has its own lock). Reads do not take that lock: the
 // engine logs their hits and misses in its own lossy, striped buffers and
 // hands them to the policy in batches under the write lock (BP-Wrapper, as
 // Caffeine and otter do), when a buffer fills, periodically as writers take
@@ -81,6 +84,30 @@ type Spec struct {
 	// for sizing sketches and segments; capacity in entries is unknown).
 	// New is nil for NoEviction.
 	New func(shardBytes int64) Policy
+
+	// newShards, if not nil, builds the policies of an engine's shards
+	// together, sharing state (see NewShards).
+	newShards func(n int, shardBytes int64) []Policy
+}
+
+// NewShards builds the policies of the n shards of one engine, each for a
+// shard whose cap is shardBytes: n calls of New, except for a built-in
+// policy whose shards share state (Adaptive's share one set of miniature
+// caches, which picks the configuration of all of them). Each policy is
+// still used by one shard under that shard's lock; the shared state has
+// its own. It returns nil if New is nil (NoEviction) or n < 1.
+func (s Spec) NewShards(n int, shardBytes int64) []Policy {
+	if s.New == nil || n < 1 {
+		return nil
+	}
+	if s.newShards != nil {
+		return s.newShards(n, shardBytes)
+	}
+	ps := make([]Policy, n)
+	for i := range ps {
+		ps[i] = s.New(shardBytes)
+	}
+	return ps
 }
 
 // NoEviction never evicts: a write that does not fit fails with

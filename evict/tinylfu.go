@@ -112,8 +112,11 @@ type tinyLFUPolicy struct {
 	fixed      bool
 	admitSeen  bool
 	windowFrac float64
-	// sims, if not nil, is told every reference (hit or write) to a key.
-	sims *miniSims
+	// group, if not nil, is told every reference (hit or write) to a
+	// key, and picks the configuration; applied is the index of the one
+	// this policy runs (see follow).
+	group   *adaptiveGroup
+	applied int
 }
 
 // newTinyLFU returns an empty W-TinyLFU policy for a shard whose cap is
@@ -176,15 +179,44 @@ func (p *tinyLFUPolicy) onAccess(h Handle) {
 	}
 	p.sk.increment(p.fp(h))
 	p.hits++
-	if p.sims != nil {
-		p.sims.observe(p, p.fp(h))
+	if p.group != nil {
+		p.group.observe(p.fp(h), p.groupEstimate())
 	}
 	p.onAccessOrder(h)
+}
+
+// groupEstimate is the capacity estimate, in entries, that this shard
+// gives its Adaptive group (which sizes the miniature caches and their
+// sample from the first one it gets): est once the shard is half full;
+// before that, once the shard holds adaptiveStartEntries (enough to
+// average their sizes), the entries of that average size that fit its
+// cap, so that the miniature caches fill about when the shard does; 0
+// until then.
+func (p *tinyLFUPolicy) groupEstimate() int {
+	if p.est > 0 {
+		return p.est
+	}
+	if p.hint <= 0 || p.count < adaptiveStartEntries {
+		return 0
+	}
+	return p.fitEstimate()
+}
+
+// fitEstimate is the number of entries of the current average size that
+// fit the shard's cap (hint), at least the number held.
+func (p *tinyLFUPolicy) fitEstimate() int {
+	if p.hint <= 0 || p.total <= 0 {
+		return p.count
+	}
+	return max(p.count, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
 }
 
 // maintain moves window overflow into probation, runs the hill climber and
 // demotes protected overflow.
 func (p *tinyLFUPolicy) maintain() {
+	if p.group != nil {
+		p.follow()
+	}
 	if p.hint <= 0 && p.total > p.maximum {
 		p.setMaximum(p.total)
 	}
@@ -291,18 +323,15 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	p.count++
 	p.link(h, segWindow)
 	p.missN++
-	if p.sims != nil {
-		p.sims.observe(p, fp)
+	if p.group != nil {
+		p.group.observe(fp, p.groupEstimate())
 	}
 	if p.total >= p.maximum/2 || p.sk.blocks > 0 {
 		// Like Caffeine, start counting when the cache is half full, when
 		// the average entry size is known: the capacity in entries is the
 		// cap over the average size, and sizes the sketch and its reset
 		// period. The sketch only grows.
-		p.est = p.count
-		if p.hint > 0 && p.total > 0 {
-			p.est = max(p.count, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
-		}
+		p.est = p.fitEstimate()
 		p.sk.setPeriod(p.est)
 		p.sk.ensure(p.est)
 	}
@@ -329,8 +358,8 @@ func (p *tinyLFUPolicy) update(h Handle, e Entry) {
 	fp := fingerprint(e.Hash)
 	p.setFP(h, fp)
 	p.sk.increment(fp)
-	if p.sims != nil {
-		p.sims.observe(p, fp)
+	if p.group != nil {
+		p.group.observe(fp, p.groupEstimate())
 	}
 	p.onAccessOrder(h)
 	p.maintain()
@@ -438,8 +467,11 @@ func (p *tinyLFUPolicy) check() error {
 	if p.windowMax < 0 || p.protMax < 0 {
 		return errorf("tinylfu: negative targets window %d protected %d", p.windowMax, p.protMax)
 	}
-	if p.sims != nil {
-		return p.sims.check(p)
+	if p.group != nil {
+		if c := p.group.configs[p.applied]; p.windowFrac != c.window || p.admitSeen != c.seen {
+			return errorf("adaptive: runs window %.2f seen %v, want configuration %d %+v", p.windowFrac, p.admitSeen, p.applied, c)
+		}
+		return p.group.check()
 	}
 	return nil
 }
