@@ -24,7 +24,7 @@ func heapInUse() uint64 {
 // ±15% of the heap growth, for 1M entries of 16-byte keys and 64-byte values
 // (the reference point of the memory budget) and for larger values, without
 // a cap and under a cap 1.5× the entries' accounted bytes with the
-// recommended policy (evict.TinyLFU, whose per-entry state EntryOverhead
+// recommended policy (evict.Adaptive, whose per-entry state EntryOverhead
 // does not count: the cap stays honest only while that state is small).
 //
 //	TIDE_HEAP=1 go test ./engine -run TestEntryOverheadMatchesHeap -v
@@ -55,7 +55,7 @@ func TestEntryOverheadMatchesHeap(t *testing.T) {
 			cfg := Config{ExpiryInterval: -1}
 			if tt.capped {
 				cfg.MaxBytes = int64(1.5 * float64(tt.n) * float64(16+tt.vlen+EntryOverhead))
-				cfg.Policy = evict.TinyLFU
+				cfg.Policy = evict.Adaptive
 			}
 			e, err := New(cfg)
 			if err != nil {

@@ -10,16 +10,17 @@ import (
 //
 // Choosing a policy (hit ratios in bench/HITRATIO.md):
 //
+//   - Adaptive is the recommended choice for caches: W-TinyLFU whose
+//     window and admission rule are picked by miniature simulations of the
+//     candidates (one set per engine), so it follows the workload between
+//     frequency and recency; the best mean hit ratio of the tide policies,
+//     at or near otter's on every row of bench/HITRATIO.md (which lists
+//     where it falls short). Its writes of sampled keys cost more than
+//     TinyLFU's (the miniature caches' work); its memory is TinyLFU's plus
+//     under a byte an entry at 1M entries (its doc has the figures).
 //   - TinyLFU (W-TinyLFU with a hill-climbed window, Caffeine's and
-//     otter's method) is the recommended choice for caches today: scan
-//     resistant, close to otter, O(1) reads and writes.
-//   - Adaptive is the candidate to replace it: W-TinyLFU whose window and
-//     admission rule are picked by miniature simulations of the
-//     candidates, so it follows the workload between frequency and
-//     recency; the best mean hit ratio of the tide policies, but not yet
-//     at or above otter and S3-FIFO on every row of bench/HITRATIO.md.
-//     Its references cost more than TinyLFU's (the miniature caches'
-//     work), and it uses more memory (its doc has the figures).
+//     otter's method): scan resistant, close to otter, O(1) reads and
+//     writes, no miniature caches; the simpler choice.
 //   - S3FIFO has the cheapest reads (a 2-bit counter) and
 //     does well on recency-skewed workloads with one-hit wonders.
 //   - AllKeysLRU / VolatileLRU: Redis's allkeys-lru, with exact order.

@@ -123,7 +123,7 @@ func TestEngineCacheHoldsCapacity(t *testing.T) {
 }
 
 // TestAdaptiveInSimulator guards, through the simulator the table comes
-// from, that Adaptive (the candidate for the recommended policy) adapts: on a working set that slides
+// from, that Adaptive (the recommended policy) adapts: on a working set that slides
 // (recency wins, old counts mislead a frequency sketch) it beats TinyLFU by
 // at least a point, and on a Zipf workload (frequency wins) it stays within
 // half a point of TinyLFU. The runs are deterministic (fixed hash).

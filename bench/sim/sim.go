@@ -274,7 +274,7 @@ func (c *PolicyCache) Close() {}
 func (c *PolicyCache) Err() error { return c.Fault }
 
 // TideContenders are tide's policies as they appear in the table:
-// Adaptive (the candidate for the recommended policy) first, then Adaptive through the
+// Adaptive (the recommended policy) first, then Adaptive through the
 // engine, then the others. The volatile-* variants run the same
 // algorithms on the entries that have a TTL; the traces have no TTLs, so
 // they are not listed (volatile-ttl would have nothing to order by).

@@ -23,9 +23,10 @@ func main() {
 }
 
 func run(w io.Writer) error {
-	// A 256 MiB cap evicted by W-TinyLFU. The zero Config is unbounded, and
-	// a cap without a Policy is noeviction: writes fail when it is full.
-	e, err := engine.New(engine.Config{MaxBytes: 256 << 20, Policy: evict.TinyLFU})
+	// A 256 MiB cap evicted by the recommended policy (W-TinyLFU that
+	// tunes itself to the workload). The zero Config is unbounded, and a
+	// cap without a Policy is noeviction: writes fail when it is full.
+	e, err := engine.New(engine.Config{MaxBytes: 256 << 20, Policy: evict.Adaptive})
 	if err != nil {
 		return err
 	}
