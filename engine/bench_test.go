@@ -283,18 +283,13 @@ func BenchmarkReadDuringCompaction(b *testing.B) {
 	}
 	go func() { // allocates nothing, so that no GC pause is timed
 		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		untilStopped(stop, func(i int) {
 			// The upper half is rewritten (never read), lengths cycling.
 			e.Set(keys[n/2+i%(n/2)], vals[i/(n/2)%4])
 			if i%4 == 0 {
 				e.Set(added[i/4%len(added)], nil)
 			}
-		}
+		})
 	}()
 	var slowest time.Duration
 	slow := 0

@@ -338,14 +338,7 @@ func TestExpiredKeyStaysMissingUnderLockFreeReads(t *testing.T) {
 	}()
 	go func() { // a writer of other keys of the shard
 		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			e.Set("w"+strconv.Itoa(i%64), []byte("w"))
-		}
+		untilStopped(stop, func(i int) { e.Set("w"+strconv.Itoa(i%64), []byte("w")) })
 	}()
 	for r := range 3 {
 		wg.Add(1)

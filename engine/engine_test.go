@@ -603,3 +603,16 @@ func TestShardDefaults(t *testing.T) {
 }
 
 func expiryBudget(n int) (b expiry.Budget) { b.Count = n; return b }
+
+// untilStopped calls f(0), f(1), … until stop is closed: the loop of a
+// background writer in a concurrency test or benchmark.
+func untilStopped(stop <-chan struct{}, f func(i int)) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		f(i)
+	}
+}
