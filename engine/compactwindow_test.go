@@ -282,3 +282,94 @@ func TestViewBytesStableAcrossCompactionWindows(t *testing.T) {
 	}
 	mustCheck(t, e)
 }
+
+// Concurrent lock-free readers of keys that are always present, while one
+// writer rewrites them (in place or appended, with or without a TTL) with
+// the arena kept full so that writes compact, and the clock moves: every
+// read finds the key, and GetItem's value, TTL and version come from one
+// state — the value says whether the write gave a TTL ('T', of at most
+// maxTTL) or not ('N'), and is one byte repeated (not torn).
+func TestLockFreeReadsSeeWholeWritesAcrossCompactions(t *testing.T) {
+	e, clk := newTest(t, Config{Shards: 1})
+	s := &e.shards[0]
+	const nk = 6
+	const maxTTL = time.Hour
+	keys := make([]string, nk)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("s%d", i)
+		e.Set(keys[i], []byte("NNNN"))
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	errs := make(chan string, 16)
+	report := func(f string, a ...any) {
+		select {
+		case errs <- fmt.Sprintf(f, a...):
+		default:
+		}
+	}
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				k := keys[(i+g)%nk]
+				if i%2 == 0 {
+					it, ok := e.GetItem(k)
+					if !ok {
+						report("GetItem(%s) missed a key that is always present", k)
+						continue
+					}
+					v := it.Value
+					if len(v) == 0 || bytes.Count(v, v[:1]) != len(v) {
+						report("GetItem(%s) = torn value %q", k, v)
+						continue
+					}
+					switch {
+					case v[0] == 'N' && it.TTL != NoTTL, v[0] == 'T' && (it.TTL <= 0 || it.TTL > maxTTL):
+						report("GetItem(%s): value %q with TTL %v (from different states)", k, v[:1], it.TTL)
+					}
+				} else {
+					ttl, ok := e.TTL(k)
+					if !ok || ttl == 0 || ttl > maxTTL || (ttl < 0 && ttl != NoTTL) {
+						report("TTL(%s) = %v, %v", k, ttl, ok)
+					}
+				}
+				reads.Add(1)
+			}
+		}()
+	}
+	filler := ""
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 2000 {
+		e.Delete(filler)
+		filler = fmt.Sprintf("f%05d", i)
+		if room := cap(s.arena) - len(s.arena); room >= recSize(len(filler), 0) {
+			e.Set(filler, make([]byte, room-recSize(len(filler), 0)))
+		}
+		k := keys[rng.IntN(nk)]
+		n := 1 + rng.IntN(100)
+		if rng.IntN(2) == 0 {
+			e.SetTTL(k, bytes.Repeat([]byte{'T'}, n), maxTTL)
+		} else {
+			e.Set(k, bytes.Repeat([]byte{'N'}, n))
+		}
+		if i%16 == 0 {
+			clk.Advance(time.Second) // never past a key's hour
+		}
+		if i%7 == 0 {
+			e.Set(fmt.Sprintf("g%d", i), nil) // the table grows
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for m := range errs {
+		t.Error(m)
+	}
+	if reads.Load() == 0 {
+		t.Fatal("no read ran")
+	}
+	mustCheck(t, e)
+}
