@@ -249,7 +249,9 @@ func (pk *peeked) ttl() time.Duration {
 // it: its clock changes the shard at every reading taken without the
 // lock, and the read must not decide on such a reading.) The deadline and
 // that reading come back in the result, for GetItem's and TTL's TTL.
-// peek writes no memory shared by all readers of the shard.
+// peek writes no memory shared by all readers of the shard (reading the
+// clock for a key with a TTL may: with a clock not known to be monotonic,
+// e.now keeps an engine-wide high-water mark; clock.Real is monotonic).
 func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
 	seq := s.mu.seq.Load()
 	p := s.pub.Load()
