@@ -125,7 +125,7 @@ func TestCompactionWindowShowsOnlyBeforeOrAfter(t *testing.T) {
 		case 6:
 			k := counters[rng.IntN(len(counters))]
 			name, keys, op = "IncrWith", []string{k}, func() {
-				e.IncrWith(k, int64(rng.IntN(1<<40)), IncrOptions{TTL: time.Duration(rng.IntN(3)+1) * time.Second})
+				e.IncrWith(k, rng.Int64N(1<<40), IncrOptions{TTL: time.Duration(rng.IntN(3)+1) * time.Second})
 			}
 		case 7:
 			fresh++
