@@ -10,26 +10,15 @@ import (
 	"github.com/tidekv/tide/bench/sim"
 )
 
-// reused holds columns of an earlier report (a HITRATIO.md written by this
-// command): by trace name, then column name, one value per capacity row in
-// the trace's order. Column capLabels holds each row's capacity label,
-// coded by labels.
-type reused map[string]map[string][]float64
+// reused holds the per-trace tables of an earlier report (a HITRATIO.md
+// written by this command): by trace name, each row's capacity label and
+// each column's values, one per row in the trace's order.
+type reused map[string]*reusedTable
 
-const capLabels = "\x00capacity"
-
-// labelCodes numbers capacity labels, so that they fit a []float64 column.
-type labelCodes map[string]float64
-
-func (l labelCodes) add(s string) float64 {
-	if v, ok := l[s]; ok {
-		return v
-	}
-	l[s] = float64(len(l))
-	return l[s]
+type reusedTable struct {
+	caps []string             // the rows' capacity labels ("2k", "1250")
+	cols map[string][]float64 // by column name; -1 for a missing cell
 }
-
-var labels = labelCodes{}
 
 // readReport parses the per-trace tables of an earlier report. A trace's
 // table follows the line that starts with its name in backquotes
@@ -56,20 +45,21 @@ func readReport(path string) (reused, error) {
 			}
 		case trace != "" && strings.HasPrefix(line, "| capacity |"):
 			cols = cells(line)
-			out[trace] = map[string][]float64{}
+			out[trace] = &reusedTable{cols: map[string][]float64{}}
 		case trace != "" && cols != nil && strings.HasPrefix(line, "|") && !strings.HasPrefix(line, "|---"):
 			row := cells(line)
 			if len(row) != len(cols) {
 				return nil, fmt.Errorf("%s: trace %s: row %q has %d cells, header %d", path, trace, line, len(row), len(cols))
 			}
-			out[trace][capLabels] = append(out[trace][capLabels], labels.add(row[0]))
+			tab := out[trace]
+			tab.caps = append(tab.caps, row[0])
 			for j := 1; j < len(row); j++ {
 				v := strings.Trim(row[j], "*")
 				x, err := strconv.ParseFloat(strings.TrimPrefix(v, "+"), 64)
 				if err != nil {
 					x = -1 // a dash: missing
 				}
-				out[trace][cols[j]] = append(out[trace][cols[j]], x)
+				tab.cols[cols[j]] = append(tab.cols[cols[j]], x)
 			}
 		case line == "":
 			if cols != nil {
@@ -92,15 +82,16 @@ func cells(line string) []string {
 // column returns trace's column name, if the report has a value for every
 // capacity of caps (the same rows, none missing).
 func (r reused) column(trace, name string, caps []int) ([]float64, bool) {
-	v, l := r[trace][name], r[trace][capLabels]
-	if len(v) != len(caps) || len(l) != len(caps) {
+	tab := r[trace]
+	if tab == nil || len(tab.caps) != len(caps) || len(tab.cols[name]) != len(caps) {
 		return nil, false
 	}
 	for i, c := range caps {
-		if code, ok := labels[sim.CapName(c)]; !ok || code != l[i] {
+		if tab.caps[i] != sim.CapName(c) {
 			return nil, false
 		}
 	}
+	v := tab.cols[name]
 	for _, x := range v {
 		if x < 0 {
 			return nil, false
