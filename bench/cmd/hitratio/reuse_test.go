@@ -33,8 +33,8 @@ func TestReuseCarriesOnlyMatchingCompleteColumns(t *testing.T) {
 	}{
 		{"glimpse", "OPT", []int{250, 1000}, []float64{17.71, 53.15}},
 		{"glimpse", "otter", []int{250, 1000}, nil}, // a dash: missing
-		{"glimpse", "OPT", []int{250}, nil},        // other rows
-		{"glimpse", "OPT", []int{250, 2000}, nil},  // other capacity
+		{"glimpse", "OPT", []int{250}, nil},         // other rows
+		{"glimpse", "OPT", []int{250, 2000}, nil},   // other capacity
 		{"glimpse", "theine", []int{250, 1000}, nil},
 		{"loop", "OPT", []int{1250}, []float64{98.71}},
 		{"loop", "otter", []int{1250}, []float64{97.05}},
