@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/tidekv/tide/expiry"
@@ -76,17 +77,23 @@ func (s *shard) checkLocked() error {
 	var keyBytes int
 	inTable := map[uint32]int{}
 	tabErr := s.tab.Check()
-	s.tab.Each(func(tag uint32, slot uint32) {
+	s.tab.Each(func(tag uint32, ref uint32) {
+		off := refOff(ref)
+		if int64(off)+hdrSize > int64(len(s.arena)) {
+			tabErr = fmt.Errorf("table names offset %d, whose record header lies outside the arena (%d bytes)", off, len(s.arena))
+			return
+		}
+		slot := atomic.LoadUint32(hdr32(s.arena, off+hdrSlot))
 		inTable[slot]++
 		if int(slot) >= len(s.ents) || s.ents[slot] == 0 {
-			tabErr = fmt.Errorf("table names slot %d, which is not live", slot)
+			tabErr = fmt.Errorf("table names offset %d, whose record names slot %d, which is not live", off, slot)
 			return
 		}
-		if int(s.ents[slot]-1)+hdrSize > len(s.arena) {
-			tabErr = fmt.Errorf("slot %d's record header lies outside the arena", slot)
+		if s.ents[slot]-1 != off {
+			tabErr = fmt.Errorf("table names offset %d for slot %d, whose record is at %d", off, slot, s.ents[slot]-1)
 			return
 		}
-		if (s.ents[slot]-1)&7 != 0 || uintptr(unsafe.Pointer(unsafe.SliceData(s.arena)))&7 != 0 {
+		if uintptr(unsafe.Pointer(unsafe.SliceData(s.arena)))&7 != 0 {
 			tabErr = fmt.Errorf("slot %d's record is not 8-byte aligned", slot)
 			return
 		}

@@ -261,16 +261,12 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
 	tag := table.Tag(h)
 	i := table.Home(p.words, tag)
 	for range len(p.words) {
-		slot, ok := table.LoadNext(p.words, tag, &i)
+		ref, ok := table.LoadNext(p.words, tag, &i)
 		if !ok {
 			break
 		}
-		if int(slot) >= len(p.ents) {
-			return peeked{}
-		}
-		o := atomic.LoadUint32(&p.ents[slot])
-		off := o - 1
-		if o == 0 || off&7 != 0 || uint64(off)+hdrSize > uint64(len(p.arena)) {
+		off := refOff(ref)
+		if uint64(off)+hdrSize > uint64(len(p.arena)) {
 			return peeked{}
 		}
 		kw := atomic.LoadUint32(hdr32(p.arena, off+hdrKlen))
@@ -295,6 +291,7 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
 				return peeked{r: peekDue}
 			}
 		}
+		slot := atomic.LoadUint32(hdr32(p.arena, off+hdrSlot))
 		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kl), vlen: int(vl), kw: kw, slot: slot, seq: seq, deadline: d, now: now}
 	}
 	if s.mu.seq.Load() != seq {

@@ -97,7 +97,8 @@ const (
 	hdrDeadline = 8  // int64, engine-clock ns; 0 = no TTL
 	hdrVlen     = 16 // uint32
 	hdrKlen     = 20 // uint32: key length (low 24 bits) | flags << 24
-	hdrSize     = 24
+	hdrSlot     = 24 // uint32: the entry's slot (ents[slot] points back here)
+	hdrSize     = 32 // 4 bytes after the slot are padding: keys are 8-byte aligned
 	maxKeyLen   = 1<<24 - 1
 )
 
@@ -148,12 +149,21 @@ func (en entry) setFlags(f uint32) {
 }
 
 // putHeader writes a whole header at off.
-func putHeader(arena []byte, off uint32, version uint64, deadline int64, vlen, klen, flags uint32) {
+func putHeader(arena []byte, off uint32, version uint64, deadline int64, vlen, klen, flags, slot uint32) {
 	atomic.StoreUint64(hdr64(arena, off+hdrVersion), version)
 	atomic.StoreUint64(hdr64(arena, off+hdrDeadline), uint64(deadline))
 	atomic.StoreUint32(hdr32(arena, off+hdrVlen), vlen)
 	atomic.StoreUint32(hdr32(arena, off+hdrKlen), klen|flags<<24)
+	atomic.StoreUint32(hdr32(arena, off+hdrSlot), slot)
 }
+
+// recRef is what the hash table stores for the record at arena offset off:
+// the offset in 8-byte units (records are 8-byte aligned), so that any
+// offset of an arena up to maxArena fits the table's 32-bit values.
+func recRef(off uint32) uint32 { return off >> 3 }
+
+// refOff is the arena offset of the record the table value r names.
+func refOff(r uint32) uint32 { return r << 3 }
 
 func (en entry) key() []byte {
 	k := en.off + hdrSize

@@ -171,26 +171,25 @@ func (m *shardMu) RLock()   { m.s.rw.RLock() }
 func (m *shardMu) RUnlock() { m.s.rw.RUnlock() }
 
 // storeView is what an optimistic reader needs of a shard's storage: the
-// table's words and the ents and arena arrays up to their capacity. It is
-// replaced (never changed) when a writer replaces one of the arrays; the
-// arrays' words are changed in place with atomic stores.
+// table's words and the arena up to its capacity (a table word names its
+// record's offset, and the record its slot: the reader does not read
+// ents). It is replaced (never changed) when a writer replaces one of the
+// arrays; the arrays' words are changed in place with atomic stores.
 type storeView struct {
 	words []uint64
-	ents  []uint32
 	arena []byte
 }
 
 // publishLocked makes pub describe the shard's current arrays, allocating a
-// new view only when an array was replaced (a table resize, ents growth, an
-// arena rebuild): amortised O(1) per write.
+// new view only when an array was replaced (a table resize or remap, an
+// arena move or rebuild): amortised O(1) per write.
 func (s *shard) publishLocked() {
 	w := s.tab.Words()
 	if p := s.pub.Load(); p != nil && len(p.words) == len(w) && unsafe.SliceData(p.words) == unsafe.SliceData(w) &&
-		cap(p.ents) == cap(s.ents) && unsafe.SliceData(p.ents) == unsafe.SliceData(s.ents) &&
 		cap(p.arena) == cap(s.arena) && unsafe.SliceData(p.arena) == unsafe.SliceData(s.arena) {
 		return
 	}
-	s.pub.Store(&storeView{w, s.ents[:cap(s.ents)], s.arena[:cap(s.arena)]})
+	s.pub.Store(&storeView{w, s.arena[:cap(s.arena)]})
 }
 
 // hash returns the engine's hash of a stored key: equal to what
@@ -203,16 +202,16 @@ func (s *shard) findLocked(key string, hash uint64) (uint32, bool) {
 	tag := table.Tag(hash)
 	i := s.tab.Start(tag)
 	for {
-		slot, ok := s.tab.Next(tag, &i)
+		ref, ok := s.tab.Next(tag, &i)
 		if !ok {
 			return 0, false
 		}
-		off := s.ents[slot] - 1
+		off := refOff(ref)
 		// The flags word is read atomically: a View may set flagViewed
 		// without the exclusive lock.
 		if kl := atomic.LoadUint32(hdr32(s.arena, off+hdrKlen)) & maxKeyLen; int(kl) == len(key) &&
 			string(s.arena[off+hdrSize:off+hdrSize+kl]) == key {
-			return slot, true
+			return atomic.LoadUint32(hdr32(s.arena, off+hdrSlot)), true
 		}
 	}
 }
@@ -284,17 +283,17 @@ func (s *shard) compactLocked(extra int) {
 	s.rebuildLocked(want, open)
 }
 
-// insertLocked files slot under tag in the table. A table that must grow
-// first (a rehash, time proportional to the shard) grows as an arena
-// compacts, with the shard open to optimistic readers: the new array is
-// built while they read the old one.
-func (s *shard) insertLocked(tag uint32, slot uint32) {
+// insertLocked files ref (a record's recRef) under tag in the table. A
+// table that must grow first (a rehash, time proportional to the shard)
+// grows as an arena compacts, with the shard open to optimistic readers:
+// the new array is built while they read the old one.
+func (s *shard) insertLocked(tag uint32, ref uint32) {
 	if s.tab.Full() {
 		open := s.openLocked()
 		s.tab.Grow()
 		s.closeLocked(open)
 	}
-	s.tab.Insert(tag, slot)
+	s.tab.Insert(tag, ref)
 }
 
 // openLocked lets optimistic readers read the shard while the writer
@@ -330,8 +329,9 @@ func (s *shard) closeLocked(open bool) {
 var testHookCompacting func(s *shard)
 
 // rebuildLocked copies the live records into a new arena of capacity n (at
-// least the live bytes), in slot order, with a new ents array pointing into
-// it, and installs both after closeLocked(open).
+// least the live bytes), in slot order, with a new ents array and a new
+// table array pointing into it, and installs the three after
+// closeLocked(open).
 func (s *shard) rebuildLocked(n int, open bool) {
 	na := newArena(n &^ 7)
 	ne := make([]uint32, len(s.ents), cap(s.ents))
@@ -347,12 +347,19 @@ func (s *shard) rebuildLocked(n int, open bool) {
 		// the copy: it may be overwritten in place, so flagViewed is
 		// not carried over.
 		na = na[:off+en.recLen()]
-		putHeader(na, uint32(off), en.version(), en.deadline(), en.vlen(), en.klen(), en.flags()&^flagViewed)
+		putHeader(na, uint32(off), en.version(), en.deadline(), en.vlen(), en.klen(), en.flags()&^flagViewed, uint32(i))
 		copy(na[off+hdrSize:], s.arena[int(en.off)+hdrSize:int(en.off)+en.recLen()])
 		ne[i] = uint32(off) + 1
 	}
+	// Every table word names its record's old offset; the old record
+	// names its slot, and ne the slot's new offset.
+	old := s.arena
+	tab := s.tab
+	tab.Remap(func(ref uint32) uint32 {
+		return recRef(ne[atomic.LoadUint32(hdr32(old, refOff(ref)+hdrSlot))] - 1)
+	})
 	s.closeLocked(open)
-	s.arena, s.ents = na, ne
+	s.arena, s.ents, s.tab = na, ne, tab
 	s.garbage = 0
 }
 
@@ -468,7 +475,7 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	if cause == CauseEvicted {
 		s.noteEvictedLocked(en) // logged with the shard's next record
 	}
-	s.tab.Delete(table.Tag(hash), slot)
+	s.tab.Delete(table.Tag(hash), recRef(en.off))
 	hadTTL := en.deadline() != 0
 	if en.flags()&flagTracked != 0 {
 		s.flushPendingLocked()

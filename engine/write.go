@@ -194,14 +194,15 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			// in progress (flagViewed), whose bytes must not change
 			// under it, or is too short. The allocation may rebuild the arena, so take
 			// the old header from wherever it is afterwards. The record
-			// is complete before ents points to it.
+			// is complete before ents and the table point to it.
 			off := s.allocLocked(recSize(len(key), len(value)))
 			old := s.at(slot)
-			putHeader(s.arena, off, old.version(), old.deadline(), uint32(len(value)), uint32(len(key)), old.flags()&^flagViewed)
+			putHeader(s.arena, off, old.version(), old.deadline(), uint32(len(value)), uint32(len(key)), old.flags()&^flagViewed, slot)
 			copy(s.arena[off+hdrSize:], key)
 			copy(s.arena[valueAt(off, uint32(len(key))):], value)
 			s.garbage += old.recLen()
 			atomic.StoreUint32(&s.ents[slot], off+1)
+			s.tab.Replace(table.Tag(h), recRef(old.off), recRef(off))
 			en = s.at(slot)
 		}
 		en.setVersion(s.version)
@@ -219,13 +220,13 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 	if pin {
 		flags = flagPinned
 	}
-	putHeader(s.arena, off, s.version, 0, uint32(len(value)), uint32(len(key)), flags)
+	putHeader(s.arena, off, s.version, 0, uint32(len(value)), uint32(len(key)), flags, slot)
 	copy(s.arena[off+hdrSize:], key)
 	copy(s.arena[valueAt(off, uint32(len(key))):], value)
 	atomic.StoreUint32(&s.ents[slot], off+1) // the record is complete first
 	en := s.at(slot)
 	s.setDeadlineLocked(en, deadline)
-	s.insertLocked(table.Tag(h), slot)
+	s.insertLocked(table.Tag(h), recRef(off))
 	s.live++
 	s.addBytesLocked(en.size())
 	s.syncPolicyLocked(en, h, 0, true)

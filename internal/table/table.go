@@ -1,8 +1,10 @@
 // Package table is tide's per-shard hash index: an open-addressing table with
-// linear probing that maps a 64-bit key hash to a 32-bit slot number.
+// linear probing that maps a 64-bit key hash to a 32-bit value (the engine
+// stores where the key's record lies, so that a lookup goes from the
+// table word straight to the record).
 //
 // Layout: one []uint64 whose words pack a 32-bit tag (the high half of the
-// key hash) and slot+1 (0 marks an empty word). The home position of a word
+// key hash) and value+1 (0 marks an empty word; a value is below 2³²−1). The home position of a word
 // is derived from its tag alone, by range reduction (tag × len / 2^32, see
 // Home), so the array may have any length, and the table can grow and
 // delete (by backward shift, no tombstones) without consulting the entries.
@@ -15,7 +17,7 @@
 // is what lets the load be high. The table holds no pointers, so the
 // garbage collector never scans it.
 //
-// The table does not know keys: Find yields every slot whose tag matches and
+// The table does not know keys: Find yields every value whose tag matches and
 // the caller confirms the key. Two keys with equal tags simply occupy two
 // words.
 //
@@ -51,7 +53,7 @@ const (
 	growSteps = 1024
 )
 
-// Table maps tags to slots. The zero value is an empty table ready to use.
+// Table maps tags to values. The zero value is an empty table ready to use.
 type Table struct {
 	words []uint64
 	n     int // occupied words
@@ -86,16 +88,16 @@ func next(i, n int) int {
 	return i
 }
 
-// Len returns the number of slots stored.
+// Len returns the number of values stored.
 func (t *Table) Len() int { return t.n }
 
 // Cap returns the number of words allocated.
 func (t *Table) Cap() int { return len(t.words) }
 
-// Find calls match for each slot stored under tag, in probe order, until
-// match returns true; it returns that slot and true, or false if none
+// Find calls match for each value stored under tag, in probe order, until
+// match returns true; it returns that value and true, or false if none
 // matched. match must not modify the table.
-func (t *Table) Find(tag uint32, match func(slot uint32) bool) (uint32, bool) {
+func (t *Table) Find(tag uint32, match func(v uint32) bool) (uint32, bool) {
 	for i := t.Start(tag); ; {
 		s, ok := t.Next(tag, &i)
 		if !ok || match(s) {
@@ -115,7 +117,7 @@ func (t *Table) Start(tag uint32) int {
 }
 
 // Next advances the probe at *i to the next word stored under tag and
-// returns its slot, or returns false at the end of the probe sequence.
+// returns its value, or returns false at the end of the probe sequence.
 func (t *Table) Next(tag uint32, i *int) (uint32, bool) {
 	if *i < 0 {
 		return 0, false
@@ -207,13 +209,13 @@ func (t *Table) Touch(tag uint32) uint64 {
 	return t.words[t.home(tag)]
 }
 
-// Insert stores slot under tag. The caller ensures the pair is not already
+// Insert stores v under tag. The caller ensures the pair is not already
 // stored. It grows the table first if it is full.
-func (t *Table) Insert(tag uint32, slot uint32) {
+func (t *Table) Insert(tag uint32, v uint32) {
 	if t.Full() {
 		t.Grow()
 	}
-	t.put(tag, slot)
+	t.put(tag, v)
 	t.n++
 }
 
@@ -234,12 +236,12 @@ func grown(n int) int {
 	return n + n/8
 }
 
-// put stores the word for (tag, slot) after the words homed at or before
+// put stores the word for (tag, v) after the words homed at or before
 // its home and before those homed after it (Robin Hood order), shifting
 // the rest of the cluster forward by one word. The shift stores from the
 // cluster's end backward, so a concurrent forward probe sees every word
 // (some twice), though the engine validates such a probe anyway.
-func (t *Table) put(tag uint32, slot uint32) {
+func (t *Table) put(tag uint32, v uint32) {
 	n := len(t.words)
 	h := t.home(tag)
 	i := h
@@ -258,15 +260,15 @@ func (t *Table) put(tag uint32, slot uint32) {
 		atomic.StoreUint64(&t.words[e], t.words[p])
 		e = p
 	}
-	atomic.StoreUint64(&t.words[i], uint64(tag)<<32|uint64(slot+1))
+	atomic.StoreUint64(&t.words[i], uint64(tag)<<32|uint64(v+1))
 }
 
-// Delete removes the pair (tag, slot) and reports whether it was present.
-func (t *Table) Delete(tag uint32, slot uint32) bool {
+// Delete removes the pair (tag, v) and reports whether it was present.
+func (t *Table) Delete(tag uint32, v uint32) bool {
 	if len(t.words) == 0 {
 		return false
 	}
-	want := uint64(tag)<<32 | uint64(slot+1)
+	want := uint64(tag)<<32 | uint64(v+1)
 	n := len(t.words)
 	h := t.home(tag)
 	i := h
@@ -302,7 +304,7 @@ func (t *Table) Delete(tag uint32, slot uint32) bool {
 	return true
 }
 
-// Replace changes the slot stored for (tag, old) to new.
+// Replace changes the value stored for (tag, old) to new.
 func (t *Table) Replace(tag uint32, old, new uint32) bool {
 	if len(t.words) == 0 {
 		return false
@@ -403,8 +405,23 @@ func (t *Table) Check() error {
 	return nil
 }
 
+// Remap replaces every stored value v by fn(v) (which must be below
+// 2³²−1), in a new array: homes depend on tags only, so every word keeps
+// its place and the table its invariants. A lock-free reader holding the
+// old array (Words) keeps reading it unchanged. fn must not modify the
+// table. Cost O(Cap).
+func (t *Table) Remap(fn func(v uint32) uint32) {
+	w := make([]uint64, len(t.words))
+	for i, x := range t.words {
+		if x != 0 {
+			w[i] = x&^(1<<32-1) | uint64(fn(uint32(x)-1)+1)
+		}
+	}
+	t.words = w
+}
+
 // Each calls fn for every stored pair, in table order.
-func (t *Table) Each(fn func(tag uint32, slot uint32)) {
+func (t *Table) Each(fn func(tag uint32, v uint32)) {
 	for _, w := range t.words {
 		if w != 0 {
 			fn(uint32(w>>32), uint32(w)-1)

@@ -25,7 +25,7 @@ var modelTags = func() []uint32 {
 }()
 
 // TestTableModel checks the table against a map of (tag, slot) pairs over
-// random inserts, deletes and replaces, with tags drawn from a small set so
+// random inserts, deletes, replaces and remaps, with tags drawn from a small set so
 // that probe sequences collide and wrap.
 func TestTableModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -86,6 +86,24 @@ func TestTableModel(t *testing.T) {
 				}
 				delete(model, p)
 				model[q] = true
+			},
+			"remap": func(t *rapid.T) {
+				// A bijection of the slot range, so that pairs stay
+				// distinct; the old array must not change.
+				old := append([]uint64(nil), tab.Words()...)
+				held := tab.Words()
+				flip := func(v uint32) uint32 { return 200 - v }
+				tab.Remap(flip)
+				for i := range old {
+					if held[i] != old[i] {
+						t.Fatalf("Remap changed word %d of the old array: %x, was %x", i, held[i], old[i])
+					}
+				}
+				next := map[uint64]bool{}
+				for p := range model {
+					next[p>>32<<32|uint64(flip(uint32(p)))] = true
+				}
+				model = next
 			},
 			"probe": func(t *rapid.T) {
 				tag := tags.Draw(t, "tag")
