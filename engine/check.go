@@ -137,7 +137,7 @@ func (s *shard) checkLocked() error {
 		bytes += en.size()
 		keyBytes += en.recLen()
 		spans = append(spans, span{en.off, en.off + uint32(en.recLen())})
-		if f := en.flags(); f&^(flagPinned|flagTracked|flagViewed) != 0 {
+		if f := en.flags(); f&^(flagPinned|flagTracked|flagViewed|flagDeadline) != 0 {
 			return fmt.Errorf("slot %d has unknown flags %b", slot, f)
 		}
 		if en.version() == 0 || en.version() > s.version {

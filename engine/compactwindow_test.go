@@ -178,8 +178,8 @@ func TestCompactionWindowShowsOnlyBeforeOrAfter(t *testing.T) {
 		// any) compacts: the filler record takes what is left.
 		e.Delete(filler)
 		filler = fmt.Sprintf("f%05d", step)
-		if room := cap(s.arena) - len(s.arena); room >= recSize(len(filler), 0) {
-			e.Set(filler, make([]byte, room-recSize(len(filler), 0)))
+		if room := cap(s.arena) - len(s.arena); room >= recSize(len(filler), 0, 0) {
+			e.Set(filler, make([]byte, room-recSize(len(filler), 0, 0)))
 		}
 		universe = append(append(universe[:0], fixed...), keys...)
 		before, ok := observeLockFree(e, s, universe)
@@ -355,8 +355,8 @@ func TestLockFreeReadsSeeWholeWritesAcrossCompactions(t *testing.T) {
 	for i := range writes {
 		e.Delete(filler)
 		filler = fmt.Sprintf("f%05d", i)
-		if room := cap(s.arena) - len(s.arena); room >= recSize(len(filler), 0) {
-			e.Set(filler, make([]byte, room-recSize(len(filler), 0)))
+		if room := cap(s.arena) - len(s.arena); room >= recSize(len(filler), 0, 0) {
+			e.Set(filler, make([]byte, room-recSize(len(filler), 0, 0)))
 		}
 		k := keys[rng.IntN(nk)]
 		n := 1 + rng.IntN(100)

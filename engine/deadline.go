@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync/atomic"
+
 	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/expiry"
 	"github.com/tidekv/tide/internal/table"
@@ -19,16 +21,23 @@ import (
 // or earlier deadline adds an item. Items left behind by removed entries or
 // cleared deadlines are garbage; the cycle drops them, and the index is
 // rebuilt when garbage outnumbers live TTL entries.
-func (s *shard) setDeadlineLocked(en entry, d int64) {
+//
+// A record without a deadline word (flagDeadline) that gets a deadline
+// moves to a new record with one (relocateLocked): the returned entry is
+// where the entry now is, and en must not be used after.
+func (s *shard) setDeadlineLocked(en entry, d int64) entry {
 	old := en.deadline()
 	if old == d {
-		return
+		return en
 	}
 	switch {
 	case old == 0:
 		s.ttlLive++
 	case d == 0:
 		s.ttlLive--
+	}
+	if en.flags()&flagDeadline == 0 {
+		en = s.relocateLocked(en, flagDeadline)
 	}
 	en.setDeadlineField(d)
 	if s.deadlines != nil && en.flags()&flagTracked != 0 {
@@ -39,6 +48,29 @@ func (s *shard) setDeadlineLocked(en entry, d int64) {
 		s.idx.Add(expiry.Item{Deadline: d, Slot: en.slot})
 	}
 	s.boundIndexLocked()
+	return en
+}
+
+// relocateLocked moves en's record to a new one with flags added (the
+// same bytes otherwise; a deadline word added is 0), and returns the entry
+// there. The old record's bytes are garbage and are never written again
+// (a View may be reading its value). The allocation may rebuild the
+// arena (with the shard open to optimistic readers), so the caller must
+// not have a change of the arrays in progress.
+func (s *shard) relocateLocked(en entry, add uint32) entry {
+	slot := en.slot
+	kl, vl := int(en.klen()), int(en.vlen())
+	off := s.allocLocked(recSize(kl, vl, en.flags()|add))
+	en = s.at(slot) // the allocation may have moved it
+	flags := en.flags()&^flagViewed | add
+	putHeader(s.arena, off, en.version(), en.deadline(), uint32(vl), uint32(kl), flags, slot)
+	kw := uint32(kl) | flags<<24
+	copy(s.arena[keyAt(off, kw):], en.key())
+	copy(s.arena[valueAt(off, kw):], en.value())
+	s.garbage += en.recLen()
+	atomic.StoreUint32(&s.ents[slot], off+1)
+	s.tab.Replace(table.Tag(s.hash(en.key())), recRef(en.off), recRef(off))
+	return s.at(slot)
 }
 
 // boundIndexLocked rebuilds the index when garbage outnumbers the live
@@ -119,7 +151,7 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 				en := entry{s, it.Slot, o - 1}
 				sink += uint64(en.deadline())
 				if kl := en.klen(); kl > 0 {
-					sink += uint64(s.arena[en.off+hdrSize+kl-1])
+					sink += uint64(s.arena[keyAt(en.off, en.kw())+kl-1])
 				}
 			}
 		}

@@ -275,14 +275,16 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
 			continue
 		}
 		vl := atomic.LoadUint32(hdr32(p.arena, off+hdrVlen))
-		if uint64(off)+uint64(recSize(int(kl), int(vl))) > uint64(len(p.arena)) {
+		if uint64(off)+uint64(recSize(int(kl), int(vl), kw>>24)) > uint64(len(p.arena)) {
 			return peeked{}
 		}
-		if !keyEqual(p.arena, off+hdrSize, key) {
+		if !keyEqual(p.arena, keyAt(off, kw), key) {
 			continue
 		}
-		var now int64
-		d := int64(atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)))
+		var now, d int64
+		if kw>>24&flagDeadline != 0 {
+			d = int64(atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)))
+		}
 		if d != 0 {
 			if now = e.now(); now >= d {
 				if s.mu.seq.Load() != seq {
@@ -292,7 +294,7 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
 			}
 		}
 		slot := atomic.LoadUint32(hdr32(p.arena, off+hdrSlot))
-		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kl), vlen: int(vl), kw: kw, slot: slot, seq: seq, deadline: d, now: now}
+		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kw), vlen: int(vl), kw: kw, slot: slot, seq: seq, deadline: d, now: now}
 	}
 	if s.mu.seq.Load() != seq {
 		return peeked{}

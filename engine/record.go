@@ -89,18 +89,34 @@ const (
 	// viewCounts). Set by View; cleared by an in-place overwrite; not
 	// carried over by an arena rebuild.
 	flagViewed
+	// flagDeadline: the header has a deadline word (hdrDeadline), and the
+	// key follows it. A record gets one when it is written with a TTL or
+	// given one (an entry written without a TTL is moved to a new record
+	// with the word when it gets one); it keeps it, 0 when the TTL is
+	// cleared, until the arena is rebuilt. A record without it has no TTL.
+	flagDeadline
 )
 
-// Record header layout, little endian.
+// Record header layout, little endian. Bytes 20–23 are padding (the key
+// is 8-byte aligned); the deadline word exists only with flagDeadline.
 const (
 	hdrVersion  = 0  // uint64
-	hdrDeadline = 8  // int64, engine-clock ns; 0 = no TTL
-	hdrVlen     = 16 // uint32
-	hdrKlen     = 20 // uint32: key length (low 24 bits) | flags << 24
-	hdrSlot     = 24 // uint32: the entry's slot (ents[slot] points back here)
-	hdrSize     = 32 // 4 bytes after the slot are padding: keys are 8-byte aligned
+	hdrVlen     = 8  // uint32
+	hdrKlen     = 12 // uint32: key length (low 24 bits) | flags << 24
+	hdrSlot     = 16 // uint32: the entry's slot (ents[slot] points back here)
+	hdrDeadline = 24 // int64, engine-clock ns, 0 = no TTL; with flagDeadline only
+	hdrSize     = 24 // a header without a deadline word
+	hdrSizeTTL  = 32 // a header with one
 	maxKeyLen   = 1<<24 - 1
 )
+
+// hdrLen is the header length of a record with the given flags.
+func hdrLen(flags uint32) uint32 {
+	if flags&flagDeadline != 0 {
+		return hdrSizeTTL
+	}
+	return hdrSize
+}
 
 // maxArena is the largest arena a shard may have: offsets are uint32, and
 // on 32-bit platforms a slice is at most MaxInt32 bytes.
@@ -126,7 +142,12 @@ func hdr64(arena []byte, at uint32) *uint64 { return (*uint64)(unsafe.Pointer(&a
 func hdr32(arena []byte, at uint32) *uint32 { return (*uint32)(unsafe.Pointer(&arena[at])) }
 
 func (en entry) version() uint64 { return atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrVersion)) }
+
+// deadline is the entry's deadline, 0 if it has no TTL.
 func (en entry) deadline() int64 {
+	if en.flags()&flagDeadline == 0 {
+		return 0
+	}
 	return int64(atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrDeadline)))
 }
 func (en entry) vlen() uint32 { return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrVlen)) }
@@ -139,7 +160,8 @@ func (en entry) setVersion(v uint64) {
 }
 func (en entry) setVlen(n uint32) { atomic.StoreUint32(hdr32(en.s.arena, en.off+hdrVlen), n) }
 
-// setDeadlineField writes the deadline; callers use shard.setDeadlineLocked.
+// setDeadlineField writes the deadline of a record with flagDeadline;
+// callers use shard.setDeadlineLocked.
 func (en entry) setDeadlineField(d int64) {
 	atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrDeadline), uint64(d))
 }
@@ -148,13 +170,25 @@ func (en entry) setFlags(f uint32) {
 	atomic.StoreUint32(hdr32(en.s.arena, en.off+hdrKlen), en.klen()|f<<24)
 }
 
-// putHeader writes a whole header at off.
+// putHeader writes a whole header at off: with a deadline word if flags
+// has flagDeadline (deadline is then its value; otherwise it must be 0).
 func putHeader(arena []byte, off uint32, version uint64, deadline int64, vlen, klen, flags, slot uint32) {
 	atomic.StoreUint64(hdr64(arena, off+hdrVersion), version)
-	atomic.StoreUint64(hdr64(arena, off+hdrDeadline), uint64(deadline))
 	atomic.StoreUint32(hdr32(arena, off+hdrVlen), vlen)
 	atomic.StoreUint32(hdr32(arena, off+hdrKlen), klen|flags<<24)
 	atomic.StoreUint32(hdr32(arena, off+hdrSlot), slot)
+	if flags&flagDeadline != 0 {
+		atomic.StoreUint64(hdr64(arena, off+hdrDeadline), uint64(deadline))
+	}
+}
+
+// deadlineFlag is flagDeadline if a record must have a deadline word: it
+// has a deadline (d ≠ 0), or keeps one it had (had has flagDeadline).
+func deadlineFlag(d int64, had uint32) uint32 {
+	if d != 0 {
+		return flagDeadline
+	}
+	return had & flagDeadline
 }
 
 // recRef is what the hash table stores for the record at arena offset off:
@@ -165,23 +199,31 @@ func recRef(off uint32) uint32 { return off >> 3 }
 // refOff is the arena offset of the record the table value r names.
 func refOff(r uint32) uint32 { return r << 3 }
 
+// kw is the header's key length and flags word.
+func (en entry) kw() uint32 { return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrKlen)) }
+
 func (en entry) key() []byte {
-	k := en.off + hdrSize
-	return en.s.arena[k : k+en.klen()]
+	kw := en.kw()
+	k := en.off + hdrLen(kw>>24)
+	return en.s.arena[k : k+kw&maxKeyLen]
 }
 
 func (en entry) value() []byte {
-	v := valueAt(en.off, en.klen())
+	v := valueAt(en.off, en.kw())
 	return en.s.arena[v : v+en.vlen()]
 }
 
 // pad8 rounds n up to a multiple of 8.
 func pad8[T ~uint32 | ~uint64 | ~int](n T) T { return (n + 7) &^ 7 }
 
-// valueAt is the arena offset of the value of the record at off with a key
-// of klen bytes: 8-byte aligned, so that it can be read and overwritten in
-// place a word at a time with atomic operations.
-func valueAt(off, klen uint32) uint32 { return off + hdrSize + pad8(klen) }
+// keyAt is the arena offset of the key of the record at off whose key
+// length and flags word is kw.
+func keyAt(off, kw uint32) uint32 { return off + hdrLen(kw>>24) }
+
+// valueAt is the arena offset of the value of the record at off whose key
+// length and flags word is kw: 8-byte aligned, so that it can be read and
+// overwritten in place a word at a time with atomic operations.
+func valueAt(off, kw uint32) uint32 { return keyAt(off, kw) + pad8(kw&maxKeyLen) }
 
 // storeValue writes value at v (from valueAt) with atomic word stores, the
 // last word zero-padded: an optimistic reader copying the value at the same
@@ -234,12 +276,17 @@ func (en entry) markViewed() {
 }
 
 // recLen is the record's length in the arena.
-func (en entry) recLen() int { return recSize(int(en.klen()), int(en.vlen())) }
+func (en entry) recLen() int {
+	return recSize(int(en.klen()), int(en.vlen()), en.flags())
+}
 
 // recSize is the arena bytes of a record with a key of klen and a value of
-// vlen bytes: header, key and value, each padded to 8 bytes so that every
-// header and value is 8-byte aligned.
-func recSize(klen, vlen int) int { return hdrSize + pad8(klen) + pad8(vlen) }
+// vlen bytes and the given flags (flagDeadline adds the deadline word):
+// header, key and value, each padded to 8 bytes so that every header and
+// value is 8-byte aligned.
+func recSize(klen, vlen int, flags uint32) int {
+	return int(hdrLen(flags)) + pad8(klen) + pad8(vlen)
+}
 
 // newArena returns an empty arena of capacity n (a multiple of 8), 8-byte
 // aligned: its memory is a []uint64's.

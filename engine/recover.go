@@ -214,7 +214,7 @@ func (e *Engine) replaySet(r *aof.Record) error {
 	s, h := e.shardFor(r.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(r.Key)+len(r.Value)) > maxArena {
+	if int64(len(s.arena)-s.garbage)+int64(recSize(len(r.Key), len(r.Value), flagDeadline)) > maxArena {
 		return fmt.Errorf("%w: replaying the log fills a shard's arena (%d bytes); use more shards", ErrOutOfMemory, maxArena)
 	}
 	s.putLocked(r, h, nil)
@@ -270,7 +270,7 @@ func (e *Engine) replayMeta(r *aof.Record) {
 	}
 	en := s.at(slot)
 	size := en.size()
-	s.setDeadlineLocked(en, r.Deadline)
+	en = s.setDeadlineLocked(en, r.Deadline)
 	if r.Pinned {
 		en.setFlags(en.flags() | flagPinned)
 	} else {

@@ -209,8 +209,8 @@ func (s *shard) findLocked(key string, hash uint64) (uint32, bool) {
 		off := refOff(ref)
 		// The flags word is read atomically: a View may set flagViewed
 		// without the exclusive lock.
-		if kl := atomic.LoadUint32(hdr32(s.arena, off+hdrKlen)) & maxKeyLen; int(kl) == len(key) &&
-			string(s.arena[off+hdrSize:off+hdrSize+kl]) == key {
+		if kw := atomic.LoadUint32(hdr32(s.arena, off+hdrKlen)); int(kw&maxKeyLen) == len(key) &&
+			string(s.arena[keyAt(off, kw):keyAt(off, kw)+kw&maxKeyLen]) == key {
 			return atomic.LoadUint32(hdr32(s.arena, off+hdrSlot)), true
 		}
 	}
@@ -346,9 +346,12 @@ func (s *shard) rebuildLocked(n int, open bool) {
 		// and value (changed only under it) in one copy. No View reads
 		// the copy: it may be overwritten in place, so flagViewed is
 		// not carried over.
-		na = na[:off+en.recLen()]
-		putHeader(na, uint32(off), en.version(), en.deadline(), en.vlen(), en.klen(), en.flags()&^flagViewed, uint32(i))
-		copy(na[off+hdrSize:], s.arena[int(en.off)+hdrSize:int(en.off)+en.recLen()])
+		// A record whose TTL was cleared loses its deadline word.
+		d, kl, vl := en.deadline(), en.klen(), en.vlen()
+		flags := en.flags()&^(flagViewed|flagDeadline) | deadlineFlag(d, 0)
+		na = na[:off+recSize(int(kl), int(vl), flags)]
+		putHeader(na, uint32(off), en.version(), d, vl, kl, flags, uint32(i))
+		copy(na[keyAt(uint32(off), kl|flags<<24):], s.arena[keyAt(en.off, en.kw()):int(en.off)+en.recLen()])
 		ne[i] = uint32(off) + 1
 	}
 	// Every table word names its record's old offset; the old record

@@ -137,7 +137,7 @@ func (s *shard) restoreLocked(r *aof.Record, h uint64, floor uint64, now int64, 
 	if err := s.b.checkSize(len(r.Key), len(r.Value)); err != nil {
 		return err
 	}
-	if int64(len(s.arena)-s.garbage)+int64(hdrSize+len(r.Key)+len(r.Value)) > maxArena {
+	if int64(len(s.arena)-s.garbage)+int64(recSize(len(r.Key), len(r.Value), flagDeadline)) > maxArena {
 		return fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
 	}
 	if r.Version <= floor {

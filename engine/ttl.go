@@ -101,11 +101,13 @@ func (s *shard) expireLocked(key string, h uint64, cond ExpireCondition, d, now 
 }
 
 // retimeLocked changes only en's deadline (its version
-// stays) and tells the policy; accessed counts the change as an access.
-func (s *shard) retimeLocked(en entry, h uint64, d int64, accessed bool) {
+// stays) and tells the policy; accessed counts the change as an access. It
+// returns the entry, which may have moved (see setDeadlineLocked).
+func (s *shard) retimeLocked(en entry, h uint64, d int64, accessed bool) entry {
 	size := en.size()
-	s.setDeadlineLocked(en, d)
+	en = s.setDeadlineLocked(en, d)
 	s.syncPolicyLocked(en, h, size, accessed)
+	return en
 }
 
 // deadlineAfter returns now+ttl, or ErrInvalidTTL if ttl ≤ 0 or the sum
@@ -167,7 +169,7 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 				if err = s.logMetaLocked(en, d, en.flags()&flagPinned != 0); err != nil {
 					ok = false
 				} else {
-					s.retimeLocked(en, h, d, true)
+					en = s.retimeLocked(en, h, d, true)
 					it = itemOf(en, op.now)
 				}
 			}

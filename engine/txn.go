@@ -179,7 +179,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 			if found {
 				p.grow -= s.at(slot).size()
 			}
-			arena[s] += int64(recSize(len(op.Key), len(op.Value)))
+			arena[s] += int64(recSize(len(op.Key), len(op.Value), flagDeadline)) // at most
 		}
 		net += p.grow
 		plans[i] = p

@@ -128,7 +128,7 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 	if found {
 		oldSize = s.at(slot).size()
 	}
-	if int64(len(s.arena)-s.garbage)+int64(recSize(len(key), len(value))) > maxArena {
+	if int64(len(s.arena)-s.garbage)+int64(recSize(len(key), len(value), flagDeadline)) > maxArena {
 		// The shard's arena (offsets are 32-bit) is full of live data.
 		return 0, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
 	}
@@ -177,29 +177,34 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
-		if pad8(len(value)) <= pad8(int(en.vlen())) && (en.flags()&flagViewed == 0 || s.views.Load().none()) {
+		if pad8(len(value)) <= pad8(int(en.vlen())) && (en.flags()&flagViewed == 0 || s.views.Load().none()) &&
+			(deadline == 0 || en.flags()&flagDeadline != 0) {
 			// In place, a word at a time with atomic stores: an
 			// optimistic reader copying the old value races with
 			// nothing and discards its copy (the sequence count moved).
 			// A record a View marked is overwritten only when no View
 			// of the shard is in progress (see viewCounts), and loses
-			// its mark.
+			// its mark. A record without a deadline word cannot take a
+			// TTL in place.
 			oldRec := en.recLen()
-			storeValue(s.arena, valueAt(en.off, en.klen()), value)
+			storeValue(s.arena, valueAt(en.off, en.kw()), value)
 			en.setVlen(uint32(len(value)))
 			en.setFlags(en.flags() &^ flagViewed)
 			s.garbage += oldRec - en.recLen()
 		} else {
 			// A new record: the old one may be read in place by a View
 			// in progress (flagViewed), whose bytes must not change
-			// under it, or is too short. The allocation may rebuild the arena, so take
-			// the old header from wherever it is afterwards. The record
-			// is complete before ents and the table point to it.
-			off := s.allocLocked(recSize(len(key), len(value)))
+			// under it, is too short, or has no deadline word for a
+			// TTL. It keeps the old deadline (setDeadlineLocked below
+			// sets the new one), so it has the word if either has one.
+			// The allocation may rebuild the arena, so take the old
+			// header from wherever it is afterwards. The record is
+			// complete before ents and the table point to it.
+			flags := deadlineFlag(deadline, en.flags())
+			off := s.allocLocked(recSize(len(key), len(value), flags))
 			old := s.at(slot)
-			putHeader(s.arena, off, old.version(), old.deadline(), uint32(len(value)), uint32(len(key)), old.flags()&^flagViewed, slot)
-			copy(s.arena[off+hdrSize:], key)
-			copy(s.arena[valueAt(off, uint32(len(key))):], value)
+			flags = old.flags()&^flagViewed | flags
+			s.writeRecordLocked(off, old.version(), old.deadline(), key, value, flags, slot)
 			s.garbage += old.recLen()
 			atomic.StoreUint32(&s.ents[slot], off+1)
 			s.tab.Replace(table.Tag(h), recRef(old.off), recRef(off))
@@ -209,28 +214,35 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 		if pin {
 			en.setFlags(en.flags() | flagPinned)
 		}
-		s.setDeadlineLocked(en, deadline)
+		en = s.setDeadlineLocked(en, deadline)
 		s.addBytesLocked(en.size() - oldSize)
 		s.syncPolicyLocked(en, h, oldSize, true)
 		return en.version()
 	}
-	off := s.allocLocked(recSize(len(key), len(value)))
+	flags := deadlineFlag(deadline, 0)
+	off := s.allocLocked(recSize(len(key), len(value), flags))
 	slot = s.newSlotLocked()
-	var flags uint32
 	if pin {
-		flags = flagPinned
+		flags |= flagPinned
 	}
-	putHeader(s.arena, off, s.version, 0, uint32(len(value)), uint32(len(key)), flags, slot)
-	copy(s.arena[off+hdrSize:], key)
-	copy(s.arena[valueAt(off, uint32(len(key))):], value)
+	s.writeRecordLocked(off, s.version, 0, key, value, flags, slot)
 	atomic.StoreUint32(&s.ents[slot], off+1) // the record is complete first
 	en := s.at(slot)
-	s.setDeadlineLocked(en, deadline)
+	en = s.setDeadlineLocked(en, deadline)
 	s.insertLocked(table.Tag(h), recRef(off))
 	s.live++
 	s.addBytesLocked(en.size())
 	s.syncPolicyLocked(en, h, 0, true)
 	return en.version()
+}
+
+// writeRecordLocked writes a whole record at off, which allocLocked
+// reserved for recSize(len(key), len(value), flags) bytes.
+func (s *shard) writeRecordLocked(off uint32, version uint64, deadline int64, key string, value []byte, flags, slot uint32) {
+	kw := uint32(len(key)) | flags<<24
+	putHeader(s.arena, off, version, deadline, uint32(len(value)), uint32(len(key)), flags, slot)
+	copy(s.arena[keyAt(off, kw):], key)
+	copy(s.arena[valueAt(off, kw):], value)
 }
 
 // CompareAndSwap stores value under key if the key's current version is old,

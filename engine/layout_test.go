@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/evict"
+)
+
+// recordOf returns the flags and arena length of key's record.
+func recordOf(t *testing.T, e *Engine, key string) (flags uint32, recLen int) {
+	t.Helper()
+	s, h := e.shardFor(key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	slot, ok := s.findLocked(key, h)
+	if !ok {
+		t.Fatalf("%q is not stored", key)
+	}
+	en := s.at(slot)
+	return en.flags(), en.recLen()
+}
+
+// A record without a TTL has no deadline word (a 24-byte header); every
+// way of giving an existing key a TTL moves it to a record with one, keeps
+// its value and version, and the key then expires; clearing the TTL keeps
+// the word (0) until the arena is rebuilt, which drops it.
+func TestRecordHasADeadlineWordOnlyWithATTL(t *testing.T) {
+	const key, value = "a-16-byte-key-00", "a value of 24 bytes....."
+	bare := hdrSize + pad8(len(key)) + pad8(len(value))
+	withTTL := hdrSizeTTL + pad8(len(key)) + pad8(len(value))
+	tests := []struct {
+		name string
+		ttl  func(e *Engine) error
+	}{
+		{"Expire", func(e *Engine) error { _, err := e.Expire(key, time.Minute, ExpireConditionAlways); return err }},
+		{"GetAndExpire", func(e *Engine) error { _, _, err := e.GetAndExpire(key, time.Minute); return err }},
+		// The same value length, which would otherwise be overwritten in place.
+		{"SetTTL", func(e *Engine) error { _, err := e.SetTTL(key, []byte(value), time.Minute); return err }},
+		{"Commit", func(e *Engine) error {
+			_, _, err := e.Commit(nil, []Op{{Key: key, Value: []byte(value), TTL: time.Minute}})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, clk := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: evict.Adaptive})
+			v0, err := e.Set(key, []byte(value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f, n := recordOf(t, e, key); f&flagDeadline != 0 || n != bare {
+				t.Fatalf("a record written without a TTL: flags %b, %d bytes; want no deadline word, %d bytes", f, n, bare)
+			}
+			if err := tt.ttl(e); err != nil {
+				t.Fatal(err)
+			}
+			mustCheck(t, e)
+			if f, n := recordOf(t, e, key); f&flagDeadline == 0 || n != withTTL {
+				t.Fatalf("after %s: flags %b, %d bytes; want a deadline word, %d bytes", tt.name, f, n, withTTL)
+			}
+			it, ok := e.GetItem(key)
+			if !ok || string(it.Value) != value || it.TTL != time.Minute {
+				t.Fatalf("after %s: GetItem = %q, TTL %v, %v; want %q, TTL 1m", tt.name, it.Value, it.TTL, ok, value)
+			}
+			if tt.name != "SetTTL" && tt.name != "Commit" && it.Version != v0 {
+				t.Fatalf("after %s: version %d, want %d (a TTL change keeps it)", tt.name, it.Version, v0)
+			}
+			if ok, err := e.Persist(key); !ok || err != nil {
+				t.Fatalf("Persist = %v, %v", ok, err)
+			}
+			if ttl, ok := e.TTL(key); !ok || ttl != NoTTL {
+				t.Fatalf("TTL after Persist = %v, %v; want NoTTL", ttl, ok)
+			}
+			// Expire again: the record kept its word, so no move.
+			if _, err := e.Expire(key, time.Minute, ExpireConditionAlways); err != nil {
+				t.Fatal(err)
+			}
+			s := &e.shards[0]
+			s.mu.Lock()
+			garbage := s.garbage
+			s.mu.Unlock()
+			if garbage != bare {
+				t.Fatalf("garbage %d after the moves, want %d: a TTL on a record that has the word must not move it", garbage, bare+withTTL)
+			}
+			clk.Advance(time.Minute)
+			if _, ok := e.Get(key); ok {
+				t.Fatal("the key outlived its TTL")
+			}
+			mustCheck(t, e)
+
+			// Persist, then rebuild the arena: the word goes.
+			if _, err := e.Set(key, []byte(value)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Expire(key, time.Minute, ExpireConditionAlways); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Persist(key); err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			s.rebuildLocked(len(s.arena)-s.garbage+1024, false)
+			s.mu.Unlock()
+			mustCheck(t, e)
+			if f, n := recordOf(t, e, key); f&flagDeadline != 0 || n != bare {
+				t.Fatalf("after a rebuild of a record without TTL: flags %b, %d bytes; want no deadline word, %d bytes", f, n, bare)
+			}
+			if got, ok := e.Get(key); !ok || string(got) != value {
+				t.Fatalf("Get after the rebuild = %q, %v", got, ok)
+			}
+		})
+	}
+}
+
+// A View whose callback gives the viewed key a TTL (which moves its record)
+// keeps the bytes it was given, and readers find the key at its new record.
+func TestViewKeepsItsBytesWhenTheKeyGetsATTL(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 1})
+	want := bytes.Repeat([]byte{'v'}, 40)
+	if _, err := e.Set("k", want); err != nil {
+		t.Fatal(err)
+	}
+	ok := e.View("k", func(v []byte) {
+		if _, err := e.Expire("k", time.Hour, ExpireConditionAlways); err != nil {
+			t.Error(err)
+		}
+		if ttl, ok := e.TTL("k"); !ok || ttl != time.Hour {
+			t.Errorf("TTL inside View = %v, %v; want 1h", ttl, ok)
+		}
+		if _, err := e.Set("k", bytes.Repeat([]byte{'w'}, 40)); err != nil {
+			t.Error(err)
+		}
+		if !bytes.Equal(v, want) {
+			t.Errorf("View's bytes changed when the key moved: %q", v)
+		}
+	})
+	if !ok {
+		t.Fatal("View missed")
+	}
+	if got, ok := e.Get("k"); !ok || string(got) != string(bytes.Repeat([]byte{'w'}, 40)) {
+		t.Fatalf("Get = %q, %v", got, ok)
+	}
+}
