@@ -13,13 +13,16 @@ import (
 // garbage collector scans almost nothing however many entries there are:
 //
 //   - arena []byte: one record per entry, a 24-byte header (version,
-//     deadline, value length, key length and flags) followed by the key and
-//     the value, each padded to 8 bytes. Writes append. An overwrite whose
+//     value length, key length and flags, the entry's slot) followed by the
+//     key and the value, each padded to 8 bytes; a record of an entry with
+//     a TTL has an 8-byte deadline word after the header (flagDeadline),
+//     32 bytes in all. Writes append. An overwrite whose
 //     value fits the old one's padded length is done in place, with atomic
 //     word stores, unless a View may be reading the old value in place (a
 //     View marked it, flagViewed, and a View of the shard is in progress,
 //     viewCounts): then it appends a new record, and the old record's
-//     bytes are never written again. An arena's bytes are never reused for
+//     bytes are never written again; so does giving a TTL to an entry whose
+//     record has no deadline word. An arena's bytes are never reused for
 //     another record: when an append does not fit, the arena moves into a
 //     new array 25% larger, bytes and offsets as they are (doubling while
 //     New replays the log), or, if more than an eighth of it is garbage,
@@ -32,11 +35,17 @@ import (
 //     openLocked), so it is no pause for them.
 //   - ents []uint32: the arena offset (+1) of each slot's record; 0 marks a
 //     free slot (free slots are kept on a stack and reused). The slot is the
-//     entry's handle for the eviction policy and the expiry index. The array
-//     is dense (4 bytes an entry), so the hop from the hash table to the
-//     record usually hits the CPU cache.
+//     entry's handle for the eviction policy and the expiry index, which
+//     reach the record through ents; the record names its slot, so a
+//     reader that found the record by its key has the handle too.
 //   - tab table.Table: open addressing from a 32-bit tag of the key hash to
-//     the slot (8 bytes a word); keys are confirmed against the arena. Its
+//     the record's arena offset (in 8-byte units, recRef; 8 bytes a word),
+//     so a lookup goes from the table word straight to the record, without
+//     the ents hop (a cache miss of its own at a million entries: the
+//     lookup went from three dependent misses to two). Keys are confirmed
+//     against the arena. A record that moves (an overwrite into a new
+//     record, a rebuild) has its word changed (Table.Replace, Table.Remap
+//     into a new array). Its
 //     length is not a power of two: it grows by an eighth (doubling while
 //     small) and keeps its load between 2/3 and 3/4, about 12 bytes an
 //     entry; a word's home is the tag scaled to the length, and clusters
@@ -48,11 +57,13 @@ import (
 // is what lets a reader without the lock (Engine.peek) read them while a
 // writer works, race-free under the Go memory model: it reads the shard's
 // published arrays (storeView, replaced when a writer replaces an array),
-// follows table word → ents word → record, and keeps the result only if
-// the shard's sequence count did not move (see shardMu). A record's key
-// bytes are written before ents points to the record and never after, so
-// the reader compares them with plain loads; it copies the value with
-// atomic word loads (loadValue), since a writer may overwrite it in place
+// follows table word → record, and keeps the result only if the shard's
+// sequence count did not move (see shardMu). A record's key bytes are
+// written before the table points to the record and never after; the
+// reader still compares them with atomic word loads (keyEqual), since a
+// stale view may take any bytes of an old arena for a key, some of them
+// header words written concurrently. It copies the value with atomic word
+// loads too (loadValue), since a writer may overwrite it in place
 // (storeValue), and a View hands it out only once flagViewed is set.
 //
 // What readers and writers share, line by line: the shard struct starts
@@ -65,8 +76,8 @@ import (
 // engine's hit/miss counters and of the shard's read log (see
 // goroutineStripe); a View also sets flagViewed once per record.
 //
-// A read is thus: hash, table word, ents word, record (header, key and
-// value are contiguous). Entries with a TTL also have an item (deadline,
+// A read is thus: hash, table word, record (header, key and value are
+// contiguous): two dependent cache misses for a key not in the CPU cache. Entries with a TTL also have an item (deadline,
 // slot) in the shard's expiry.Index, a B+-tree whose leaves are
 // pointer-free runs of items, filed lazily (see setDeadlineLocked).
 //
