@@ -170,6 +170,7 @@ var RecommendedPolicy = evict.Adaptive
 var CappedPeers = []Peer{
 	{"tide-capped", "this repo", Caps{TTL: PerEntryTTL, CopiesValues: true, ByteBounded: true, Bounded: true, Note: "MaxBytes 1.5x entries × (key + value + EntryOverhead), RecommendedPolicy"}, withHeadroom(CappedHeadroom, newTide(RecommendedPolicy))},
 	{"otter-capped", "v2.4.0", Caps{TTL: NoTTL, Bounded: true, Note: "MaximumSize 1.5x entries, no Weigher, no expiry calculator"}, newOtterSized},
+	{"otter-capped-sync", "v2.4.0", Caps{TTL: NoTTL, Bounded: true, Note: "otter-capped with an Executor that runs maintenance on the calling goroutine: reads are dropped from its policy only while a drain is under way, as in tide, where the default executor (a new goroutine) cannot run on one core until the reader is preempted, so nearly every read is dropped there"}, newOtterSizedSync},
 	{"ristretto-capped", "v2.4.2", Caps{TTL: PerEntryTTL, ByteBounded: true, Bounded: true, AsyncSets: true, Note: "MaxCost 1.5x the data (cost key + value); sets are buffered and may be dropped"}, withHeadroom(CappedHeadroom, newRistretto)},
 	{"theine-capped", "v0.6.3", Caps{TTL: PerEntryTTL, ByteBounded: true, Bounded: true, Note: "max size 1.5x the data (cost key + value)"}, withHeadroom(CappedHeadroom, newTheine)},
 	// tide-exact is the exact-capacity check: a cap of exactly Entries
@@ -313,6 +314,18 @@ func newOtterSized(o Options) Cache {
 	return otterSized{otter.Must(&otter.Options[string, []byte]{
 		MaximumSize:     int(o.capacity(1)),
 		InitialCapacity: o.Entries,
+	})}
+}
+
+// newOtterSizedSync is newOtterSized with a synchronous Executor: the
+// goroutine that fills a read buffer drains it (as tide's readers do), so
+// the policy sees the reads that otter's default executor, a goroutine
+// that waits for a free P, leaves behind while its drain is pending.
+func newOtterSizedSync(o Options) Cache {
+	return otterSized{otter.Must(&otter.Options[string, []byte]{
+		MaximumSize:     int(o.capacity(1)),
+		InitialCapacity: o.Entries,
+		Executor:        func(fn func()) { fn() },
 	})}
 }
 

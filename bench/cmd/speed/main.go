@@ -244,6 +244,7 @@ var groups = []group{
 		title: fmt.Sprintf("bounded at %g× the key space (tide: MaxBytes, %s; otter: MaximumSize)", bench.CappedHeadroom, bench.RecommendedPolicy.Name),
 		cols: []column{
 			{"otter", "otter-capped", bench.ReadAppend},
+			{"otter (sync)", "otter-capped-sync", bench.ReadAppend},
 			{"ristretto", "ristretto-capped", bench.ReadAppend},
 			{"theine", "theine-capped", bench.ReadAppend},
 			{"tide Get", "tide-capped", bench.ReadCopy},

@@ -96,7 +96,7 @@ func TestParseArgs(t *testing.T) {
 
 func TestPlanRunsEveryCellOnceAndRotates(t *testing.T) {
 	jobs := plan(groups, []int{1, 2}, 3)
-	caches := []string{"otter-capped", "ristretto-capped", "theine-capped", "tide-capped", "go-cache", "tide"}
+	caches := []string{"otter-capped", "otter-capped-sync", "ristretto-capped", "theine-capped", "tide-capped", "go-cache", "tide"}
 	if len(jobs) != len(caches)*2*3 {
 		t.Fatalf("%d jobs, want %d", len(jobs), len(caches)*2*3)
 	}
