@@ -120,8 +120,8 @@ import (
 // shard's read log; a read that finds a writer at work waits for it and
 // tries again, up to 4 times) and under the shard lock shared otherwise, reading the
 // clock only if the key has a TTL: O(1), no allocation with AppendGet or
-// View. A read makes three dependent memory accesses on a hit: table
-// word, ents word, record.
+// View. A read makes two dependent memory accesses on a hit: table word,
+// record (the table word names the record's offset).
 // A write takes the shard lock exclusively (every 8th time, and before
 // every eviction, first handing the reads logged meanwhile to the policy,
 // at most 84 events; optimistic readers wait only for the part of a write

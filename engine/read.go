@@ -227,8 +227,8 @@ func (pk *peeked) ttl() time.Duration {
 
 // peek looks key up without taking s.mu: the first half of a seqlock read
 // (see shardMu). It reads s.mu.seq, then the published arrays (storeView),
-// every word with an atomic load (table words, ents words, record headers,
-// the key: keyEqual): a stale view may read any bytes of an old arena as a
+// every word with an atomic load (table words, record headers, the key:
+// keyEqual): a stale view may read any bytes of an old arena as a
 // header or key, and some of those are written concurrently (flagViewed).
 // A miss is validated (seq read again, unchanged) and, if counted (every
 // read but TTL), counted and logged for the policy here. A hit is not
