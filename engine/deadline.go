@@ -24,7 +24,8 @@ import (
 //
 // A record without a deadline word (flagDeadline) that gets a deadline
 // moves to a new record with one (relocateLocked): the returned entry is
-// where the entry now is, and en must not be used after.
+// where the entry now is, and en must not be used after. The caller has
+// checked that the arena can take the move (deadlineFitsLocked).
 func (s *shard) setDeadlineLocked(en entry, d int64) entry {
 	old := en.deadline()
 	if old == d {
@@ -49,6 +50,17 @@ func (s *shard) setDeadlineLocked(en entry, d int64) entry {
 	}
 	s.boundIndexLocked()
 	return en
+}
+
+// deadlineFitsLocked reports whether en can be given the deadline d: a
+// record without a deadline word moves to a new record (relocateLocked),
+// and the old one stays live until the copy is complete, so the arena must
+// hold the live records and the new one, as for a write (writeLocked).
+func (s *shard) deadlineFitsLocked(en entry, d int64) bool {
+	if d == 0 || en.flags()&flagDeadline != 0 {
+		return true
+	}
+	return int64(len(s.arena)-s.garbage)+int64(recSize(int(en.klen()), int(en.vlen()), flagDeadline)) <= maxArena
 }
 
 // relocateLocked moves en's record to a new one with flags added (the

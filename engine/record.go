@@ -130,8 +130,9 @@ func hdrLen(flags uint32) uint32 {
 }
 
 // maxArena is the largest arena a shard may have: offsets are uint32, and
-// on 32-bit platforms a slice is at most MaxInt32 bytes.
-const maxArena = int64(min(uint64(math.MaxUint32), uint64(math.MaxInt)))
+// on 32-bit platforms a slice is at most MaxInt32 bytes. A variable only so
+// that tests can fill an arena without gigabytes of memory.
+var maxArena = int64(min(uint64(math.MaxUint32), uint64(math.MaxInt)))
 
 // entry is a view of one live record: the shard, the slot and the record's
 // arena offset. It is only valid until the arena is next rebuilt

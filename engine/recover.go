@@ -179,7 +179,7 @@ func (e *Engine) replay(r *aof.Record) error {
 	case aof.OpRemove:
 		e.replayRemove(r)
 	case aof.OpMeta:
-		e.replayMeta(r)
+		return e.replayMeta(r)
 	case aof.OpBatch:
 		for i := range r.Batch {
 			if err := e.replay(&r.Batch[i]); err != nil {
@@ -260,15 +260,21 @@ func (e *Engine) replayRemove(r *aof.Record) {
 	s.removeLocked(slot, h, cause, nil)
 }
 
-func (e *Engine) replayMeta(r *aof.Record) {
+// replayMeta applies a change of deadline or pinning. One that would move
+// a record past the shard's arena limit (see deadlineFitsLocked) fails
+// the recovery, as such a set does (replaySet).
+func (e *Engine) replayMeta(r *aof.Record) error {
 	s, h := e.shardFor(r.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	slot, ok := s.findLocked(r.Key, h)
 	if !ok {
-		return
+		return nil
 	}
 	en := s.at(slot)
+	if !s.deadlineFitsLocked(en, r.Deadline) {
+		return fmt.Errorf("%w: replaying the log fills a shard's arena (%d bytes); use more shards", ErrOutOfMemory, maxArena)
+	}
 	size := en.size()
 	en = s.setDeadlineLocked(en, r.Deadline)
 	if r.Pinned {
@@ -277,4 +283,5 @@ func (e *Engine) replayMeta(r *aof.Record) {
 		en.setFlags(en.flags() &^ flagPinned)
 	}
 	s.syncPolicyLocked(en, h, size, false)
+	return nil
 }

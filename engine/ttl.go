@@ -9,7 +9,9 @@ import (
 // Expire sets key to expire ttl from now if cond holds, and reports whether
 // it did. A ttl ≤ 0 (NoTTL included: Persist removes a TTL, Delete a key)
 // or one that overflows the clock is ErrInvalidTTL, and the key is left as
-// it was; other errors: ErrInvalidOptions, ErrKeyTooLarge, ErrClosed.
+// it was; other errors: ErrInvalidOptions, ErrKeyTooLarge, ErrClosed, and
+// ErrOutOfMemory if the key's shard has no arena room to give its record
+// the word a TTL takes (see record.go).
 func (e *Engine) Expire(key string, ttl time.Duration, cond ExpireCondition) (bool, error) {
 	if cond > ExpireConditionLT {
 		return false, fmt.Errorf("%w: expire condition %d", ErrInvalidOptions, cond)
@@ -91,6 +93,8 @@ func (s *shard) expireLocked(key string, h uint64, cond ExpireCondition, d, now 
 		}
 		s.removeLocked(slot, h, CauseDeleted, ev)
 		s.maybeShrinkLocked()
+	case !s.deadlineFitsLocked(en, d):
+		return false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
 	default:
 		if err := s.logMetaLocked(en, d, en.flags()&flagPinned != 0); err != nil {
 			return false, err
@@ -147,7 +151,9 @@ func (e *Engine) Persist(key string) (bool, error) {
 }
 
 // GetAndExpire returns key's item and sets it to expire ttl from now, in one
-// step (Redis GETEX; a sliding TTL). A ttl ≤ 0 is ErrInvalidTTL.
+// step (Redis GETEX; a sliding TTL). A ttl ≤ 0 is ErrInvalidTTL; a key
+// whose shard has no arena room for the TTL's word is ErrOutOfMemory (as in
+// Expire). On error the key is left as it was.
 func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error) {
 	if ttl <= 0 {
 		return Item{}, false, fmt.Errorf("%w: %v (must be positive)", ErrInvalidTTL, ttl)
@@ -166,7 +172,9 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 			var slot uint32
 			if slot, ok = s.lookupLocked(key, h, op.now, op.events()); ok {
 				en := s.at(slot)
-				if err = s.logMetaLocked(en, d, en.flags()&flagPinned != 0); err != nil {
+				if !s.deadlineFitsLocked(en, d) {
+					ok, err = false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+				} else if err = s.logMetaLocked(en, d, en.flags()&flagPinned != 0); err != nil {
 					ok = false
 				} else {
 					en = s.retimeLocked(en, h, d, true)
