@@ -2,7 +2,9 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,7 +56,8 @@ func TestModel(t *testing.T) {
 		}
 		defer e.Close()
 		md := &model{clk: clk, hwm: clk.Now(), m: map[string]mentry{}, maxVer: map[string]uint64{}}
-		keys := rapid.SampledFrom([]string{"", "a", "b", "counter", "long-key-" + string(make([]byte, 40))})
+		keyList := []string{"", "a", "b", "counter", "long-key-" + string(make([]byte, 40))}
+		keys := rapid.SampledFrom(keyList)
 		vals := rapid.SampledFrom([]string{"", "x", "12", "-7", "hello world", string(make([]byte, 300))})
 		ttls := rapid.SampledFrom([]time.Duration{NoTTL, 1, time.Millisecond, time.Second, time.Hour})
 
@@ -297,6 +300,58 @@ func TestModel(t *testing.T) {
 			},
 			"cycle": func(t *rapid.T) {
 				e.RunExpiryCycle()
+			},
+			// A forced compaction of a shard (a rebuild, which drops the
+			// deadline words of cleared TTLs and remaps the table into a
+			// new array, or a move), open to lock-free readers as a
+			// write's is: while it copies, every key reads as the model
+			// has it, and after it the next steps find the records where
+			// the table and the slots now name them.
+			"compact": func(t *rapid.T) {
+				s := &e.shards[rapid.IntRange(0, len(e.shards)-1).Draw(t, "shard")]
+				rebuild := rapid.Bool().Draw(t, "rebuild")
+				room := 8 * rapid.IntRange(0, 64).Draw(t, "room")
+				var windowErr string
+				testHookCompacting = func(hs *shard) {
+					for _, k := range keyList {
+						ks, h := e.shardFor(k)
+						if ks != hs {
+							continue
+						}
+						want, wok := md.m[k]
+						if wok && want.deadline != 0 && md.now() >= want.deadline {
+							wok = false
+						}
+						pk := e.peek(hs, k, h, false)
+						switch {
+						case pk.r == peekHit:
+							v := loadValue(nil, pk.arena, pk.val, pk.vlen)
+							ver := atomic.LoadUint64(hdr64(pk.arena, pk.off+hdrVersion))
+							if !pk.valid(hs) {
+								windowErr = fmt.Sprintf("a read of %q in the window did not validate", k)
+							} else if !wok || string(v) != want.val || ver != want.ver || pk.deadline != want.deadline {
+								windowErr = fmt.Sprintf("read %q = %q v%d deadline %d in the window; model %+v, %v", k, v, ver, pk.deadline, want, wok)
+							}
+						case pk.r == peekMiss, pk.r == peekDue:
+							if wok {
+								windowErr = fmt.Sprintf("%q missing in the window; model %+v", k, want)
+							}
+						default:
+							windowErr = fmt.Sprintf("a read of %q in the window was inconclusive", k)
+						}
+					}
+				}
+				s.mu.Lock()
+				if rebuild {
+					s.rebuildLocked(len(s.arena)-s.garbage+room, s.openLocked())
+				} else {
+					s.moveLocked(len(s.arena)+room, s.openLocked())
+				}
+				s.mu.Unlock()
+				testHookCompacting = nil
+				if windowErr != "" {
+					t.Fatal(windowErr)
+				}
 			},
 			"": func(t *rapid.T) {
 				if err := e.Check(); err != nil {
