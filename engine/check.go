@@ -17,7 +17,12 @@ import (
 // O(entries); tests call it after every operation. The invariants:
 //
 //   - every live slot is in the hash table exactly once under its key's
-//     tag, and the table holds nothing else;
+//     tag, and the table holds nothing else: each table word names the
+//     offset of a record that names a live slot whose ents word names the
+//     same offset;
+//   - the arrays published to lock-free readers are the shard's;
+//   - a record has only known flags, and the header length they imply
+//     (flagDeadline: the deadline word) is what the arena accounts;
 //   - every live slot's record lies inside the arena, 8-byte aligned (its
 //     header and value are read and written with atomic words), without
 //     overlapping another, and arena length = live record bytes + garbage;
@@ -72,6 +77,18 @@ func (e *Engine) Check() error {
 }
 
 func (s *shard) checkLocked() error {
+	// What lock-free readers read (see storeView) is the shard's arrays:
+	// a reader validates against the sequence count only, so a stale
+	// view would read a state no writer is changing, as current.
+	if p := s.pub.Load(); p != nil {
+		w := s.tab.Words()
+		if len(p.words) != len(w) || unsafe.SliceData(p.words) != unsafe.SliceData(w) ||
+			cap(p.arena) != cap(s.arena) || unsafe.SliceData(p.arena) != unsafe.SliceData(s.arena) {
+			return errors.New("the arrays published to lock-free readers are not the shard's")
+		}
+	} else if s.tab.Len() > 0 {
+		return fmt.Errorf("%d keys, nothing published to lock-free readers", s.tab.Len())
+	}
 	var live int
 	var bytes, evictb int64
 	var keyBytes int
