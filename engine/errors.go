@@ -18,8 +18,9 @@ var (
 	// ErrOutOfMemory reports a write that needs room when nothing may be
 	// evicted (noeviction, every entry pinned, or a volatile policy with no
 	// TTL keys), or whose shard's arena is full of live records (under
-	// 4 GiB, the reach of its uint32 offsets; 2 GiB on 32-bit platforms).
-	// The write changed nothing.
+	// 4 GiB, the reach of its uint32 offsets; 2 GiB on 32-bit platforms);
+	// so is a TTL given to a key stored without one there (its record
+	// moves to one with a deadline word). The write changed nothing.
 	ErrOutOfMemory = errors.New("tide: out of memory")
 	// ErrNotInteger reports a counter operation on a value that is not a
 	// base-10 int64 in canonical form.
