@@ -136,7 +136,10 @@ var maxArena = int64(min(uint64(math.MaxUint32), uint64(math.MaxInt)))
 
 // entry is a view of one live record: the shard, the slot and the record's
 // arena offset. It is only valid until the arena is next rebuilt
-// (allocLocked), after which it must be taken again with at.
+// (allocLocked) or the record moves (an overwrite into a new record, a
+// TTL given to a record without a deadline word: setDeadlineLocked, which
+// returns the entry where it is), after which it must be taken again with
+// at.
 type entry struct {
 	s    *shard
 	slot uint32
