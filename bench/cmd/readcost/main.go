@@ -1,0 +1,172 @@
+// Command readcost counts what one read of a pre-filled cache costs in
+// instructions and data-cache misses, with cachegrind (valgrind's cache
+// simulator): a figure that, unlike a timing, does not move with the load
+// of a shared machine, for judging a change of the read path.
+//
+// The workload is cmd/speed's: -keys keys of 16 bytes with 64-byte values,
+// the cache pre-filled, then reads of the Zipf 1.01 trace on one goroutine
+// (GOMAXPROCS 1, the garbage collector off). readcost runs it under
+// cachegrind twice, with no reads and with -ops reads, and reports the
+// difference per read: instructions (Ir), first-level data-cache misses
+// (D1) and last-level data misses (LLd) of a simulated last-level cache of
+// -ll (cachegrind's size,associativity,line; the default, 32 MiB, is a
+// server's share, where the 1M-key data set does not fit). A miss of the
+// caller's own (its key's bytes, the trace) is counted too, the same for
+// every cache.
+//
+//	go run ./cmd/readcost -peer tide,tide-capped,otter-capped,otter-capped-sync
+//
+// It needs valgrind (apt-get install valgrind); each run takes about a
+// minute per peer.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/tidekv/tide/bench"
+)
+
+func main() {
+	peers := flag.String("peer", "tide,tide-capped", "comma-separated bench peers")
+	path := flag.String("path", "View", "read path: View (where the cache has one, else AppendGet) or AppendGet")
+	keys := flag.Int("keys", 1_000_000, "keys in the key space")
+	ops := flag.Int("ops", 2_000_000, "reads in the measured run")
+	ll := flag.String("ll", "33554432,16,64", "simulated last-level cache: size,associativity,line (cachegrind's --LL)")
+	child := flag.Int("child", -1, "internal: run the workload with this many reads")
+	flag.Parse()
+	var err error
+	if *child >= 0 {
+		err = runChild(*peers, *path, *keys, *child)
+	} else {
+		err = runParent(*peers, *path, *keys, *ops, *ll)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "readcost:", err)
+		os.Exit(1)
+	}
+}
+
+// runChild fills the cache and makes n reads.
+func runChild(peer, path string, keys, n int) error {
+	runtime.GOMAXPROCS(1)
+	debug.SetGCPercent(-1)
+	p, err := bench.Lookup(peer)
+	if err != nil {
+		return err
+	}
+	d := bench.Throughput(keys)
+	c := p.New(bench.Options{Entries: keys, KeyLen: bench.KeyLen, ValueLen: bench.ValueLen})
+	defer c.Close()
+	bench.Fill(c, d.Keys, d.Value, false)
+	viewer, view := c.(bench.Viewer)
+	view = view && path == "View"
+	var seen int
+	see := func(v []byte) { seen += len(v) }
+	buf := make([]byte, 0, 256)
+	for i := range n {
+		k := d.Keys[d.Trace[i&(bench.TraceLen-1)]]
+		if view {
+			viewer.View(k, see)
+		} else {
+			buf, _ = c.Get(buf[:0], k)
+			seen += len(buf)
+		}
+	}
+	used := "AppendGet"
+	if view {
+		used = "View"
+	}
+	fmt.Println("readcost-path", used, seen)
+	return nil
+}
+
+// counts are cachegrind's totals of one run, and the read path it used.
+type counts struct {
+	ir, d1, lld float64
+	path        string
+}
+
+func runParent(peers, path string, keys, ops int, ll string) error {
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		return errors.New("valgrind not found (apt-get install valgrind)")
+	}
+	if ops <= 0 {
+		return errors.New("-ops must be positive")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| cache | read path | instructions / read | D1 misses / read | LL misses / read |\n|---|---|---:|---:|---:|\n")
+	for _, peer := range bench.SplitComma(peers) {
+		if _, err := bench.Lookup(peer); err != nil {
+			return err
+		}
+		var runs [2]counts
+		for i, n := range []int{0, ops} {
+			if runs[i], err = cachegrind(self, ll, peer, path, keys, n); err != nil {
+				return fmt.Errorf("%s: %w", peer, err)
+			}
+		}
+		per := func(f func(counts) float64) float64 { return (f(runs[1]) - f(runs[0])) / float64(ops) }
+		fmt.Printf("| %s | %s | %.0f | %.2f | %.2f |\n", peer, runs[1].path,
+			per(func(c counts) float64 { return c.ir }), per(func(c counts) float64 { return c.d1 }), per(func(c counts) float64 { return c.lld }))
+	}
+	return nil
+}
+
+// cachegrind runs the child under cachegrind and parses its summary.
+func cachegrind(self, ll, peer, path string, keys, n int) (counts, error) {
+	cmd := exec.Command("valgrind", "--tool=cachegrind", "--cache-sim=yes", "--LL="+ll, "--cachegrind-out-file=/dev/null",
+		self, "-child", strconv.Itoa(n), "-peer", peer, "-path", path, "-keys", strconv.Itoa(keys))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return counts{}, fmt.Errorf("%v: %s", err, lastLines(out.String(), 5))
+	}
+	var c counts
+	found := 0
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "readcost-path" {
+			c.path = f[1]
+		}
+		for _, f := range []struct {
+			label string
+			dst   *float64
+		}{{"I   refs:", &c.ir}, {"D1  misses:", &c.d1}, {"LLd misses:", &c.lld}} {
+			if i := strings.Index(line, f.label); i >= 0 {
+				fields := strings.Fields(line[i+len(f.label):])
+				if len(fields) == 0 {
+					continue
+				}
+				v, err := strconv.ParseFloat(strings.ReplaceAll(fields[0], ",", ""), 64)
+				if err != nil {
+					return counts{}, fmt.Errorf("cachegrind summary %q: %w", line, err)
+				}
+				*f.dst = v
+				found++
+			}
+		}
+	}
+	if found != 3 {
+		return counts{}, fmt.Errorf("cachegrind summary not found: %s", lastLines(out.String(), 5))
+	}
+	return c, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
