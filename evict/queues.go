@@ -106,6 +106,26 @@ func (l *queues) link(h Handle, s uint8) {
 	q.n++
 }
 
+// toFront moves h, whose node is n, to the head of its queue s: what
+// unlink and link do, without the queue's length and bytes (which do not
+// change, so h's size is not read), and nothing if h is the head already.
+func (l *queues) toFront(h Handle, n *node, s uint8) {
+	q := &l.q[s]
+	if q.head == uint32(h) {
+		return
+	}
+	pr, nx := n.prev, n.next // pr is not none: h is not the head
+	l.nodes.at(Handle(pr)).next = nx
+	if nx != none {
+		l.nodes.at(Handle(nx)).prev = pr
+	} else {
+		q.tail = pr
+	}
+	n.prev, n.next = none, q.head
+	l.nodes.at(Handle(q.head)).prev = uint32(h)
+	q.head = uint32(h)
+}
+
 // unlink removes h from its queue.
 func (l *queues) unlink(h Handle) {
 	n := l.nodes.at(h)
