@@ -542,3 +542,72 @@ func TestNewShards(t *testing.T) {
 		t.Errorf("NoEviction.NewShards = %d policies, want nil", len(ps))
 	}
 }
+
+// refIncrement and refFrequency are the sketch's update and estimate as
+// its doc specifies them, one counter at a time: counter i of a key is in
+// word 2i or 2i+1 of its block (bit 8i of its hash bits), at the 4-bit
+// position that bits 8i+1..8i+4 give.
+func refIncrement(s *sketch, fp uint32) {
+	blk, h := s.block(fp)
+	added := false
+	for i := range uint64(4) {
+		word := 2*i + (h>>(8*i))&1
+		shift := ((h >> (8*i + 1)) & 15) * 4
+		if (blk[word]>>shift)&15 < 15 {
+			blk[word] += 1 << shift
+			added = true
+		}
+	}
+	if added {
+		s.additions++
+		if s.additions >= s.period {
+			s.reset()
+		}
+	}
+}
+
+func refFrequency(s *sketch, fp uint32) uint32 {
+	blk, h := s.block(fp)
+	f := uint32(15)
+	for i := range uint64(4) {
+		word := 2*i + (h>>(8*i))&1
+		shift := ((h >> (8*i + 1)) & 15) * 4
+		f = min(f, uint32(blk[word]>>shift)&15)
+	}
+	return f
+}
+
+// TestSketchCountsAsSpecified guards the sketch's counters against its
+// specification (refIncrement, refFrequency): the same keys incremented
+// in the same order leave every word of the table, the increment count
+// and every estimate equal, through saturated counters (a key incremented
+// past 15), keys that share counters, and resets.
+func TestSketchCountsAsSpecified(t *testing.T) {
+	var got, want sketch
+	for _, s := range []*sketch{&got, &want} {
+		s.setPeriod(64) // a reset every 640 increments
+		s.ensure(64)
+	}
+	r := rng{s: 5}
+	fps := make([]uint32, 300) // more keys than the 8 blocks hold apart
+	for i := range fps {
+		fps[i] = uint32(r.next()) >> 2
+	}
+	for step := range 20_000 {
+		// Skewed: the first keys are incremented often enough to saturate.
+		fp := fps[r.intn(1+r.intn(len(fps)))]
+		got.increment(fp)
+		refIncrement(&want, fp)
+		if got.additions != want.additions {
+			t.Fatalf("step %d: %d additions, want %d", step, got.additions, want.additions)
+		}
+		for b := range want.blocks {
+			if *got.table.at(Handle(b)) != *want.table.at(Handle(b)) {
+				t.Fatalf("step %d: block %d is %x, want %x", step, b, *got.table.at(Handle(b)), *want.table.at(Handle(b)))
+			}
+		}
+		if f, w := got.frequency(fp), refFrequency(&want, fp); f != w {
+			t.Fatalf("step %d: frequency %d, want %d", step, f, w)
+		}
+	}
+}
