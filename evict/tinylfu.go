@@ -377,9 +377,10 @@ func (p *tinyLFUPolicy) update(h Handle, e Entry) {
 }
 
 func (p *tinyLFUPolicy) onAccessOrder(h Handle) {
-	switch s := p.seg(h); s {
+	n := p.nodes.at(h)
+	switch s := uint8(n.tag & segMask); s {
 	case segWindow, segProtected:
-		p.move(h, s)
+		p.toFront(h, n, s)
 	case segProbation:
 		p.move(h, segProtected)
 	}
