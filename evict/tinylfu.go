@@ -178,7 +178,7 @@ func (p *tinyLFUPolicy) pairRef(fp uint32, k refKind) bool {
 // its segment.
 func (p *tinyLFUPolicy) onAccess(h Handle) {
 	n := p.nodes.at(h)
-	tag := n.tag
+	tag := n.tag()
 	s := uint8(tag & segMask)
 	if s == segNone {
 		return
@@ -378,7 +378,7 @@ func (p *tinyLFUPolicy) update(h Handle, e Entry) {
 
 func (p *tinyLFUPolicy) onAccessOrder(h Handle) {
 	n := p.nodes.at(h)
-	switch s := uint8(n.tag & segMask); s {
+	switch s := n.seg(); s {
 	case segWindow, segProtected:
 		p.toFront(h, n, s)
 	case segProbation:
