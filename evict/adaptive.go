@@ -229,6 +229,14 @@ func (g *adaptiveGroup) observe(fp uint32, est int) {
 	g.mu.Unlock()
 }
 
+// skips reports whether observe would skip a reference to fingerprint
+// fp (the miniature caches have started and do not sample it): most
+// references, tested inline by the policy's Access before the call.
+func (g *adaptiveGroup) skips(fp uint32) bool {
+	lim := g.limit.Load()
+	return lim != 0 && mix64(uint64(fp)^adaptiveSalt)>>32 >= lim
+}
+
 // miniSims are the miniature caches of an adaptiveGroup.
 type miniSims struct {
 	configs []config

@@ -186,7 +186,7 @@ func (p *tinyLFUPolicy) onAccess(h Handle) {
 	fp := tag >> 2
 	p.sk.increment(fp)
 	p.hits++
-	if p.group != nil {
+	if p.group != nil && !p.group.skips(fp) {
 		p.group.observe(fp, p.groupEstimate())
 	}
 	if s == segProbation {
