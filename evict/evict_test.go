@@ -3,6 +3,7 @@ package evict
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -608,6 +609,75 @@ func TestSketchCountsAsSpecified(t *testing.T) {
 		}
 		if f, w := got.frequency(fp), refFrequency(&want, fp); f != w {
 			t.Fatalf("step %d: frequency %d, want %d", step, f, w)
+		}
+	}
+}
+
+// TestToFrontMatchesUnlinkLink guards queues.toFront, the move of a hit
+// within its queue: it leaves every queue's order, length and bytes as
+// unlink and link would, for the head, the tail, a middle handle and a
+// queue of one, and entries of 64 KiB or more (sizes kept in the map).
+func TestToFrontMatchesUnlinkLink(t *testing.T) {
+	newQueues := func() *queues {
+		l := &queues{}
+		for i := range l.q {
+			l.q[i] = queue{head: none, tail: none}
+		}
+		return l
+	}
+	got, want := newQueues(), newQueues()
+	r := rng{s: 3}
+	const n = 200
+	for h := range Handle(n) {
+		s := uint8(1 + r.intn(2))
+		if h == 0 {
+			s = 3 // a queue of one
+		}
+		size := int64(r.intn(100))
+		if r.intn(10) == 0 {
+			size += sizeBig
+		}
+		for _, l := range []*queues{got, want} {
+			l.grow(h)
+			l.setFP(h, uint32(h))
+			l.setSize(h, size)
+			l.link(h, s)
+		}
+	}
+	order := func(l *queues, s uint8) []uint32 {
+		var o []uint32
+		for h := l.q[s].head; h != none; h = l.nodes.at(Handle(h)).next() {
+			o = append(o, h)
+		}
+		return o
+	}
+	for step := range 5000 {
+		h := Handle(r.intn(n))
+		if step%7 == 0 { // often the head or the tail
+			q := got.q[got.seg(h)]
+			h = Handle(q.head)
+			if step%2 == 0 {
+				h = Handle(q.tail)
+			}
+		}
+		s := got.seg(h)
+		got.toFront(h, got.nodes.at(h), s)
+		want.unlink(h)
+		want.link(h, s)
+		if h2 := Handle(1 + r.intn(n-1)); step%50 == 0 { // between queues 1 and 2
+			for _, l := range []*queues{got, want} {
+				s2 := l.seg(h2)
+				l.unlink(h2)
+				l.link(h2, 3-s2)
+			}
+		}
+		for s := uint8(1); s <= 3; s++ {
+			if g, w := order(got, s), order(want, s); !slices.Equal(g, w) || got.q[s] != want.q[s] {
+				t.Fatalf("step %d: queue %d is %v %+v, want %v %+v", step, s, g, got.q[s], w, want.q[s])
+			}
+		}
+		if _, _, err := got.checkQueues("toFront", 1, 3); err != nil {
+			t.Fatalf("step %d: %v", step, err)
 		}
 	}
 }
