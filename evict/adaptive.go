@@ -204,8 +204,7 @@ func newAdaptiveGroup(shards int, configs []config) *adaptiveGroup {
 // whose capacity is estimated at est entries (0 if not yet known, see
 // groupEstimate), to the miniature caches if the key is sampled.
 func (g *adaptiveGroup) observe(fp uint32, est int) {
-	lim := g.limit.Load()
-	if lim == 0 {
+	if g.limit.Load() == 0 {
 		if est <= 0 {
 			return
 		}
@@ -217,9 +216,8 @@ func (g *adaptiveGroup) observe(fp uint32, est int) {
 			g.limit.Store(g.sims.limit)
 		}
 		g.mu.Unlock()
-		lim = g.limit.Load()
 	}
-	if mix64(uint64(fp)^adaptiveSalt)>>32 >= lim {
+	if g.skips(fp) {
 		return
 	}
 	g.mu.Lock()
