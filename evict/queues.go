@@ -17,11 +17,11 @@ type queues struct {
 	q     [4]queue
 }
 
-// node is one handle's state, packed in 14 bytes (so that a hit, which
-// reads the links and tag and, on a move between queues, the size, reads
-// one cache line, or two for the nodes that straddle lines, about one in
-// five; a struct would be padded to 16 bytes): little-endian uint32s
-// prev, next and tag, then a uint16 size.
+// node is one handle's state, packed in 14 bytes: little-endian uint32s
+// prev, next and tag, then a uint16 size. A hit reads the handle's links
+// and tag and, on a move between queues, its size: one cache line of its
+// own (two for the nodes that straddle a line, about one in five), where a
+// separate size array made it two; a struct would be padded to 16 bytes.
 //
 //   - prev, next: the neighbours in the handle's queue, or none;
 //   - tag: the fingerprint of the entry's key (fingerprint) above the
