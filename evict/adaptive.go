@@ -204,8 +204,7 @@ func newAdaptiveGroup(shards int, configs []config) *adaptiveGroup {
 // whose capacity is estimated at est entries (0 if not yet known, see
 // groupEstimate), to the miniature caches if the key is sampled.
 func (g *adaptiveGroup) observe(fp uint32, est int) {
-	lim := g.limit.Load()
-	if lim == 0 {
+	if g.limit.Load() == 0 {
 		if est <= 0 {
 			return
 		}
@@ -217,9 +216,8 @@ func (g *adaptiveGroup) observe(fp uint32, est int) {
 			g.limit.Store(g.sims.limit)
 		}
 		g.mu.Unlock()
-		lim = g.limit.Load()
 	}
-	if mix64(uint64(fp)^adaptiveSalt)>>32 >= lim {
+	if g.skips(fp) {
 		return
 	}
 	g.mu.Lock()
@@ -227,6 +225,14 @@ func (g *adaptiveGroup) observe(fp uint32, est int) {
 		g.cur.Store(int32(best))
 	}
 	g.mu.Unlock()
+}
+
+// skips reports whether observe would skip a reference to fingerprint
+// fp (the miniature caches have started and do not sample it): most
+// references, tested inline by the policy's Access before the call.
+func (g *adaptiveGroup) skips(fp uint32) bool {
+	lim := g.limit.Load()
+	return lim != 0 && mix64(uint64(fp)^adaptiveSalt)>>32 >= lim
 }
 
 // miniSims are the miniature caches of an adaptiveGroup.

@@ -3,6 +3,7 @@ package evict
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -325,6 +326,9 @@ func TestModel(t *testing.T) {
 	}
 }
 
+// BenchmarkAccess measures Access on a full shard of 65536 entries read
+// uniformly at random, from one goroutine: the engine calls a policy
+// under the shard's lock only (see the package doc).
 func BenchmarkAccess(b *testing.B) {
 	for _, s := range evicting() {
 		b.Run(s.Name, func(b *testing.B) {
@@ -333,13 +337,11 @@ func BenchmarkAccess(b *testing.B) {
 			fill(p, n)
 			b.ReportAllocs()
 			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				i := uint32(0)
-				for pb.Next() {
-					i = i*1664525 + 1013904223
-					p.Access(Handle(i >> 16))
-				}
-			})
+			i := uint32(0)
+			for range b.N {
+				i = i*1664525 + 1013904223
+				p.Access(Handle(i >> 16))
+			}
 		})
 	}
 }
@@ -539,5 +541,143 @@ func TestNewShards(t *testing.T) {
 	}
 	if ps := NoEviction.NewShards(4, 1000); ps != nil {
 		t.Errorf("NoEviction.NewShards = %d policies, want nil", len(ps))
+	}
+}
+
+// refIncrement and refFrequency are the sketch's update and estimate as
+// its doc specifies them, one counter at a time: counter i of a key is in
+// word 2i or 2i+1 of its block (bit 8i of its hash bits), at the 4-bit
+// position that bits 8i+1..8i+4 give.
+func refIncrement(s *sketch, fp uint32) {
+	blk, h := s.block(fp)
+	added := false
+	for i := range uint64(4) {
+		word := 2*i + (h>>(8*i))&1
+		shift := ((h >> (8*i + 1)) & 15) * 4
+		if (blk[word]>>shift)&15 < 15 {
+			blk[word] += 1 << shift
+			added = true
+		}
+	}
+	if added {
+		s.additions++
+		if s.additions >= s.period {
+			s.reset()
+		}
+	}
+}
+
+func refFrequency(s *sketch, fp uint32) uint32 {
+	blk, h := s.block(fp)
+	f := uint32(15)
+	for i := range uint64(4) {
+		word := 2*i + (h>>(8*i))&1
+		shift := ((h >> (8*i + 1)) & 15) * 4
+		f = min(f, uint32(blk[word]>>shift)&15)
+	}
+	return f
+}
+
+// TestSketchCountsAsSpecified guards the sketch's counters against its
+// specification (refIncrement, refFrequency): the same keys incremented
+// in the same order leave every word of the table, the increment count
+// and every estimate equal, through saturated counters (a key incremented
+// past 15), keys that share counters, and resets.
+func TestSketchCountsAsSpecified(t *testing.T) {
+	var got, want sketch
+	for _, s := range []*sketch{&got, &want} {
+		s.setPeriod(64) // a reset every 640 increments
+		s.ensure(64)
+	}
+	r := rng{s: 5}
+	fps := make([]uint32, 300) // more keys than the 8 blocks hold apart
+	for i := range fps {
+		fps[i] = uint32(r.next()) >> 2
+	}
+	for step := range 20_000 {
+		// Skewed: the first keys are incremented often enough to saturate.
+		fp := fps[r.intn(1+r.intn(len(fps)))]
+		got.increment(fp)
+		refIncrement(&want, fp)
+		if got.additions != want.additions {
+			t.Fatalf("step %d: %d additions, want %d", step, got.additions, want.additions)
+		}
+		for b := range want.blocks {
+			if *got.table.at(Handle(b)) != *want.table.at(Handle(b)) {
+				t.Fatalf("step %d: block %d is %x, want %x", step, b, *got.table.at(Handle(b)), *want.table.at(Handle(b)))
+			}
+		}
+		if f, w := got.frequency(fp), refFrequency(&want, fp); f != w {
+			t.Fatalf("step %d: frequency %d, want %d", step, f, w)
+		}
+	}
+}
+
+// TestToFrontMatchesUnlinkLink guards queues.toFront, the move of a hit
+// within its queue: it leaves every queue's order, length and bytes as
+// unlink and link would, for the head, the tail, a middle handle and a
+// queue of one, and entries of 64 KiB or more (sizes kept in the map).
+func TestToFrontMatchesUnlinkLink(t *testing.T) {
+	newQueues := func() *queues {
+		l := &queues{}
+		for i := range l.q {
+			l.q[i] = queue{head: none, tail: none}
+		}
+		return l
+	}
+	got, want := newQueues(), newQueues()
+	r := rng{s: 3}
+	const n = 200
+	for h := range Handle(n) {
+		s := uint8(1 + r.intn(2))
+		if h == 0 {
+			s = 3 // a queue of one
+		}
+		size := int64(r.intn(100))
+		if r.intn(10) == 0 {
+			size += sizeBig
+		}
+		for _, l := range []*queues{got, want} {
+			l.grow(h)
+			l.setFP(h, uint32(h))
+			l.setSize(h, size)
+			l.link(h, s)
+		}
+	}
+	order := func(l *queues, s uint8) []uint32 {
+		var o []uint32
+		for h := l.q[s].head; h != none; h = l.nodes.at(Handle(h)).next() {
+			o = append(o, h)
+		}
+		return o
+	}
+	for step := range 5000 {
+		h := Handle(r.intn(n))
+		if step%7 == 0 { // often the head or the tail
+			q := got.q[got.seg(h)]
+			h = Handle(q.head)
+			if step%2 == 0 {
+				h = Handle(q.tail)
+			}
+		}
+		s := got.seg(h)
+		got.toFront(h, got.nodes.at(h), s)
+		want.unlink(h)
+		want.link(h, s)
+		if h2 := Handle(1 + r.intn(n-1)); step%50 == 0 { // between queues 1 and 2
+			for _, l := range []*queues{got, want} {
+				s2 := l.seg(h2)
+				l.unlink(h2)
+				l.link(h2, 3-s2)
+			}
+		}
+		for s := uint8(1); s <= 3; s++ {
+			if g, w := order(got, s), order(want, s); !slices.Equal(g, w) || got.q[s] != want.q[s] {
+				t.Fatalf("step %d: queue %d is %v %+v, want %v %+v", step, s, g, got.q[s], w, want.q[s])
+			}
+		}
+		if _, _, err := got.checkQueues("toFront", 1, 3); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
 	}
 }

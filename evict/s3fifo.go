@@ -204,8 +204,7 @@ func (p *s3fifoPolicy) Victim(int64) (Handle, bool) {
 		}
 		if f := p.loadFreq(Handle(m)); f > 0 {
 			p.storeFreq(Handle(m), f-1)
-			p.unlink(Handle(m))
-			p.link(Handle(m), s3M)
+			p.toFront(Handle(m), p.nodes.at(Handle(m)), s3M)
 			continue
 		}
 		return Handle(m), true

@@ -95,13 +95,21 @@ func (s *sketch) frequency(fp uint32) uint32 {
 		return 0
 	}
 	blk, h := s.block(fp)
-	f := uint32(15)
-	for i := range uint64(4) {
-		word := 2*i + (h>>(8*i))&1
-		shift := ((h >> (8*i + 1)) & 15) * 4
-		f = min(f, uint32(blk[word]>>shift)&15)
-	}
-	return f
+	return uint32(min(counter(blk, h, 0), counter(blk, h, 1), counter(blk, h, 2), counter(blk, h, 3)))
+}
+
+// counterAt returns the word and bit shift of a key's counter i (0..3)
+// in its block, for the key's hash bits h (see block): a key has one
+// 4-bit counter in each of the block's 4 word pairs, the i-th in word 2i
+// or 2i+1 by bit 8i of h, at the position bits 8i+1..8i+4 give.
+func counterAt(h uint64, i uint) (word, shift uint) {
+	return (2*i + uint(h>>(8*i))&1) & 7, uint(h>>(8*i+1)) & 15 * 4
+}
+
+// counter returns the value of counter i (0..3) of blk for h.
+func counter(blk *[8]uint64, h uint64, i uint) uint64 {
+	w, sh := counterAt(h, i)
+	return blk[w] >> sh & 15
 }
 
 // increment adds one to fp's counters (those below 15) and halves every
@@ -111,20 +119,27 @@ func (s *sketch) increment(fp uint32) {
 		return
 	}
 	blk, h := s.block(fp)
-	added := false
-	for i := range uint64(4) {
-		word := 2*i + (h>>(8*i))&1
-		shift := ((h >> (8*i + 1)) & 15) * 4
-		if (blk[word]>>shift)&15 < 15 {
-			blk[word] += 1 << shift
-			added = true
-		}
+	// Unrolled and without a branch per counter: a counter adds
+	// 1-(c+1)>>4, which is 1 below 15 and 0 at 15.
+	w0, s0 := counterAt(h, 0)
+	w1, s1 := counterAt(h, 1)
+	w2, s2 := counterAt(h, 2)
+	w3, s3 := counterAt(h, 3)
+	a0 := 1 - (blk[w0]>>s0&15+1)>>4
+	a1 := 1 - (blk[w1]>>s1&15+1)>>4
+	a2 := 1 - (blk[w2]>>s2&15+1)>>4
+	a3 := 1 - (blk[w3]>>s3&15+1)>>4
+	if a0|a1|a2|a3 == 0 {
+		return // all 4 saturated: the block is not written
 	}
-	if added {
-		s.additions++
-		if s.additions >= s.period {
-			s.reset()
-		}
+	// The 4 counters are in 4 different words.
+	blk[w0] += a0 << s0
+	blk[w1] += a1 << s1
+	blk[w2] += a2 << s2
+	blk[w3] += a3 << s3
+	s.additions++
+	if s.additions >= s.period {
+		s.reset()
 	}
 }
 

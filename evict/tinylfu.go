@@ -173,16 +173,27 @@ func (p *tinyLFUPolicy) pairRef(fp uint32, k refKind) bool {
 	return false
 }
 
+// onAccess records a read hit on h, a handle below nodes.len(). It loads
+// h's node once: its tag gives whether h is tracked, its fingerprint and
+// its segment.
 func (p *tinyLFUPolicy) onAccess(h Handle) {
-	if !p.tracked(h) {
+	n := p.nodes.at(h)
+	tag := n.tag()
+	s := uint8(tag & segMask)
+	if s == segNone {
 		return
 	}
-	p.sk.increment(p.fp(h))
+	fp := tag >> 2
+	p.sk.increment(fp)
 	p.hits++
-	if p.group != nil {
-		p.group.observe(p.fp(h), p.groupEstimate())
+	if p.group != nil && !p.group.skips(fp) {
+		p.group.observe(fp, p.groupEstimate())
 	}
-	p.onAccessOrder(h)
+	if s == segProbation {
+		p.move(h, segProtected)
+	} else {
+		p.toFront(h, n, s)
+	}
 }
 
 // groupEstimate is the capacity estimate, in entries, that this shard
@@ -366,9 +377,10 @@ func (p *tinyLFUPolicy) update(h Handle, e Entry) {
 }
 
 func (p *tinyLFUPolicy) onAccessOrder(h Handle) {
-	switch s := p.seg(h); s {
+	n := p.nodes.at(h)
+	switch s := n.seg(); s {
 	case segWindow, segProtected:
-		p.move(h, s)
+		p.toFront(h, n, s)
 	case segProbation:
 		p.move(h, segProtected)
 	}
