@@ -155,6 +155,9 @@ const (
 	// average entry size sizes the miniature caches (if it is not half
 	// full before).
 	adaptiveStartEntries = 32
+	// adaptiveCappedCount is the victim's count cap of the capped
+	// configuration (see config.admitCap).
+	adaptiveCappedCount = 2
 	// adaptiveSalt mixes a fingerprint for the sampling decision, so that
 	// the sample does not follow the sketch's or the shard's hash bits.
 	adaptiveSalt = 0x61646170
@@ -164,11 +167,21 @@ const (
 type config struct {
 	window float64 // the window's share of the capacity
 	seen   bool    // admit a candidate referenced twice (as S3-FIFO and 2Q do)
+	// admitCap, if not 0, caps the victim's count in the frequency duel:
+	// a candidate counted more than admitCap times is admitted whatever
+	// the victim's count, so an entry whose count is high from a past
+	// phase cannot keep out a new working set's keys.
+	admitCap uint32
 }
 
+// adaptiveConfigs are the configurations the miniature caches compare.
+// The first is TinyLFU's and the last the same with the victim's count
+// capped at 2: the shards start with the first, or with the last if the
+// miniature caches sample the keys (see miniSims.start).
 var adaptiveConfigs = []config{
-	{0.01, false}, {0.2, false}, {0.5, false}, {0.8, false},
-	{0.2, true}, {0.4, true},
+	{0.01, false, 0}, {0.2, false, 0}, {0.5, false, 0}, {0.8, false, 0},
+	{0.2, true, 0}, {0.4, true, 0},
+	{0.01, false, adaptiveCappedCount},
 }
 
 // adaptiveGroup holds the miniature caches that pick the configuration of
@@ -214,6 +227,7 @@ func (g *adaptiveGroup) observe(fp uint32, est int) {
 			// The shards are alike: the engine's capacity is about
 			// shards times this one's.
 			g.sims.start(int(min(int64(est)*int64(g.shards), 1<<40)))
+			g.cur.Store(int32(g.sims.cur))
 			g.limit.Store(g.sims.limit)
 		}
 		g.mu.Unlock()
@@ -269,7 +283,7 @@ func newAdaptive(shardBytes int64, g *adaptiveGroup) *adaptivePolicy {
 // applyConfig makes c the real cache's configuration; maintain moves the
 // entries over the new boundaries (a larger window fills with new writes).
 func (p *tinyLFUPolicy) applyConfig(c config) {
-	p.windowFrac, p.admitSeen = c.window, c.seen
+	p.windowFrac, p.admitSeen, p.admitCap = c.window, c.seen, c.admitCap
 	if p.maximum > 0 {
 		p.setMaximum(p.maximum)
 	}
@@ -297,11 +311,24 @@ func (s *miniSims) start(est int) {
 	// references for a hit count to mean something, and no more than
 	// 2048 so that a large cache on a short trace still adapts.
 	s.period = max(min(gcap, 2048), 512)
+	if gcap < est {
+		// A cache too large for exact miniature caches starts with the
+		// victim's count capped: over the large traces (Zipf, P3,
+		// Scarab, otter's Zipf) it beat TinyLFU's duel, while the small
+		// looping and LIRS traces, whose miniature caches are exact
+		// and switch sooner, need the uncapped duel from the start.
+		for i, c := range s.configs {
+			if !c.seen && c.admitCap > 0 {
+				s.cur = i
+				break
+			}
+		}
+	}
 	s.sims = make([]miniSim, len(s.configs))
 	for i, c := range s.configs {
 		g := newTinyLFU(int64(gcap))
 		g.fixed = true
-		g.windowFrac, g.admitSeen = c.window, c.seen
+		g.windowFrac, g.admitSeen, g.admitCap = c.window, c.seen, c.admitCap
 		g.setMaximum(int64(gcap))
 		// The map grows as the cache fills, as the real cache's
 		// memory does.
@@ -447,7 +474,7 @@ func (s *miniSims) check() error {
 			}
 		}
 		c := s.configs[i]
-		if g.p.windowFrac != c.window || g.p.admitSeen != c.seen {
+		if g.p.windowFrac != c.window || g.p.admitSeen != c.seen || g.p.admitCap != c.admitCap {
 			return errorf("adaptive: miniature cache %d runs the wrong configuration", i)
 		}
 	}
