@@ -25,6 +25,16 @@ import (
 //     candidate is admitted if its frequency beats the victim's (1% is
 //     TinyLFU's start: best for frequency-skewed workloads, loops and
 //     scans; larger windows favour recency);
+//   - a window of 1% where the victim's count is capped at
+//     adaptiveCappedCount in that duel: a candidate counted three times
+//     is admitted whatever the victim's count, so entries whose counts are
+//     high from a past phase cannot keep a new working set out (nor can
+//     an attacker pin a victim). In the simulator it beat the plain duel
+//     on the large trace rows (Zipf, otter's Zipf, Scarab, P3 at 100k
+//     entries and more but 300k) and lost points on loops and the small
+//     LIRS traces, so a cache larger than adaptiveFull entries starts
+//     with it and a smaller one (whose miniature caches are exact and
+//     switch sooner) with TinyLFU's;
 //   - windows of 20% and 40% where a candidate is admitted if it was
 //     referenced at least twice recently, whatever the victim's count,
 //     and a protected entry whose count decayed below the victim's is
@@ -77,30 +87,32 @@ import (
 // shard under its own lock as it next maintains its segments.
 //
 // Cost: TinyLFU's, plus, for each reference (hit or write) to a sampled
-// key, a mutex and one reference in each of the 6 miniature caches (a map
+// key, a mutex and one reference in each of the 7 miniature caches (a map
 // lookup and O(1) list moves, and on a miss an eviction). Caches of up to
 // adaptiveFull entries sample every key: BenchmarkVictimSmall (a write
 // that evicts, 2048 entries) measured about 10 times TinyLFU's time per
-// write (2.6–3.7 µs against 0.2–0.4 µs on a loaded 2-core machine).
+// write (2.6–3.7 µs against 0.2–0.4 µs on a loaded 2-core machine,
+// measured with 6 miniature caches before the seventh was added).
 // Larger caches sample a fraction of about adaptiveFull/entries or less
 // (under 0.5% of the references at 1M entries): BenchmarkVictim (65536
 // entries) measured about 2 times TinyLFU's.
 //
 // Memory: TinyLFU's per shard (14 bytes per entry, 8 to 16 of sketch per
 // entry of capacity), plus one set of miniature caches per engine (or per
-// policy built by New): 6 × (about 40 bytes per miniature entry, map,
+// policy built by New): 7 × (about 40 bytes per miniature entry, map,
 // sketch and buffers included), where a miniature cache holds as many
 // entries as the whole cache up to adaptiveFull, then up to adaptiveGhost
-// (about 1 MB at most), growing as the cache fills. For
+// (about 1.2 MB at most), growing as the cache fills. For
 // 1M entries of 16-byte keys and 64-byte values over 64 shards that is
 // under 1 byte per entry: the engine's overhead with a 1.5× cap measured
 // 80.2 bytes per entry beyond key and value against TinyLFU's 79.5 in the
 // same run (bench/cmd/memory, tide-capped; 108.4 with a set per shard),
 // and 75.4 since the engine's hash table shrank;
-// TestPolicyMemoryPerEntry measures 34.9 bytes per entry for a quarter of
-// those shards against TinyLFU's 30.9.
+// TestPolicyMemoryPerEntry measures 35.6 bytes per entry (34.9 with 6
+// miniature caches) for a quarter of those shards against TinyLFU's 30.9.
 // For a small cache the miniature caches are a large overhead: 0.5 MB
-// beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192.
+// beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192,
+// measured with 6 miniature caches (the seventh adds about a sixth).
 //
 // The zero Spec value is NoEviction; build instances with Adaptive.New
 // (one policy with its own miniature caches) or Adaptive.NewShards (the
