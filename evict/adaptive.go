@@ -29,12 +29,14 @@ import (
 //     adaptiveCappedCount in that duel: a candidate counted three times
 //     is admitted whatever the victim's count, so entries whose counts are
 //     high from a past phase cannot keep a new working set out (nor can
-//     an attacker pin a victim). In the simulator it beat the plain duel
-//     on the large trace rows (Zipf, otter's Zipf, Scarab, P3 at 100k
-//     entries and more but 300k) and lost points on loops and the small
-//     LIRS traces, so a cache larger than adaptiveFull entries starts
-//     with it and a smaller one (whose miniature caches are exact and
-//     switch sooner) with TinyLFU's;
+//     an attacker pin a victim). As the start of a large cache it
+//     gained 0.1 to 0.7 points on the Zipf, otter's Zipf and Scarab rows
+//     and 0.3 to 1.9 on P3 at 100k, 200k and 400k entries, and lost 0.4
+//     at 50k and 2 at 300k (P3's phases make its choices noisy); as the
+//     start of a small one it lost points on the loop and small LIRS
+//     traces. So a cache larger than adaptiveFull entries starts with it
+//     and a smaller one (whose miniature caches are exact and switch
+//     sooner) with TinyLFU's;
 //   - windows of 20% and 40% where a candidate is admitted if it was
 //     referenced at least twice recently, whatever the victim's count,
 //     and a protected entry whose count decayed below the victim's is
