@@ -25,6 +25,19 @@ import (
 //     candidate is admitted if its frequency beats the victim's (1% is
 //     TinyLFU's start: best for frequency-skewed workloads, loops and
 //     scans; larger windows favour recency);
+//   - a window of 1% where the victim's count is capped at
+//     adaptiveCappedCount in that duel: a candidate counted three times
+//     is admitted whatever the victim's count, so entries whose counts are
+//     high from a past phase cannot keep a new working set out (nor can
+//     an attacker pin a victim). As the start of a large cache it
+//     gained up to 0.65 points on the Zipf and otter's Zipf rows, up to
+//     0.5 on Scarab (−0.15 at 50k entries) and 0.3 to 1.9 on P3 at 100k,
+//     200k and 400k, and lost 0.15 on P3 at 25k, 0.4 at 50k and 2 at
+//     300k (P3's phases make its choices noisy); as the
+//     start of a small one it lost points on the loop and small LIRS
+//     traces. So a cache larger than adaptiveFull entries starts with it
+//     and a smaller one (whose miniature caches are exact and switch
+//     sooner) with TinyLFU's;
 //   - windows of 20% and 40% where a candidate is admitted if it was
 //     referenced at least twice recently, whatever the victim's count,
 //     and a protected entry whose count decayed below the victim's is
@@ -77,30 +90,32 @@ import (
 // shard under its own lock as it next maintains its segments.
 //
 // Cost: TinyLFU's, plus, for each reference (hit or write) to a sampled
-// key, a mutex and one reference in each of the 6 miniature caches (a map
+// key, a mutex and one reference in each of the 7 miniature caches (a map
 // lookup and O(1) list moves, and on a miss an eviction). Caches of up to
 // adaptiveFull entries sample every key: BenchmarkVictimSmall (a write
 // that evicts, 2048 entries) measured about 10 times TinyLFU's time per
-// write (2.6–3.7 µs against 0.2–0.4 µs on a loaded 2-core machine).
+// write (2.6–3.7 µs against 0.2–0.4 µs on a loaded 2-core machine,
+// measured with 6 miniature caches before the seventh was added).
 // Larger caches sample a fraction of about adaptiveFull/entries or less
 // (under 0.5% of the references at 1M entries): BenchmarkVictim (65536
 // entries) measured about 2 times TinyLFU's.
 //
 // Memory: TinyLFU's per shard (14 bytes per entry, 8 to 16 of sketch per
 // entry of capacity), plus one set of miniature caches per engine (or per
-// policy built by New): 6 × (about 40 bytes per miniature entry, map,
+// policy built by New): 7 × (about 40 bytes per miniature entry, map,
 // sketch and buffers included), where a miniature cache holds as many
 // entries as the whole cache up to adaptiveFull, then up to adaptiveGhost
-// (about 1 MB at most), growing as the cache fills. For
+// (about 1.2 MB at most), growing as the cache fills. For
 // 1M entries of 16-byte keys and 64-byte values over 64 shards that is
 // under 1 byte per entry: the engine's overhead with a 1.5× cap measured
 // 80.2 bytes per entry beyond key and value against TinyLFU's 79.5 in the
 // same run (bench/cmd/memory, tide-capped; 108.4 with a set per shard),
 // and 75.4 since the engine's hash table shrank;
-// TestPolicyMemoryPerEntry measures 34.9 bytes per entry for a quarter of
-// those shards against TinyLFU's 30.9.
+// TestPolicyMemoryPerEntry measures 35.6 bytes per entry (34.9 with 6
+// miniature caches) for a quarter of those shards against TinyLFU's 30.9.
 // For a small cache the miniature caches are a large overhead: 0.5 MB
-// beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192.
+// beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192,
+// measured with 6 miniature caches (the seventh adds about a sixth).
 //
 // The zero Spec value is NoEviction; build instances with Adaptive.New
 // (one policy with its own miniature caches) or Adaptive.NewShards (the
@@ -155,6 +170,9 @@ const (
 	// average entry size sizes the miniature caches (if it is not half
 	// full before).
 	adaptiveStartEntries = 32
+	// adaptiveCappedCount is the victim's count cap of the capped
+	// configuration (see config.admitCap).
+	adaptiveCappedCount = 2
 	// adaptiveSalt mixes a fingerprint for the sampling decision, so that
 	// the sample does not follow the sketch's or the shard's hash bits.
 	adaptiveSalt = 0x61646170
@@ -164,11 +182,21 @@ const (
 type config struct {
 	window float64 // the window's share of the capacity
 	seen   bool    // admit a candidate referenced twice (as S3-FIFO and 2Q do)
+	// admitCap, if not 0, caps the victim's count in the frequency duel:
+	// a candidate counted more than admitCap times is admitted whatever
+	// the victim's count, so an entry whose count is high from a past
+	// phase cannot keep out a new working set's keys.
+	admitCap uint32
 }
 
+// adaptiveConfigs are the configurations the miniature caches compare.
+// The first is TinyLFU's and the last the same with the victim's count
+// capped at 2: the shards start with the first, or with the last if the
+// miniature caches sample the keys (see miniSims.start).
 var adaptiveConfigs = []config{
-	{0.01, false}, {0.2, false}, {0.5, false}, {0.8, false},
-	{0.2, true}, {0.4, true},
+	{0.01, false, 0}, {0.2, false, 0}, {0.5, false, 0}, {0.8, false, 0},
+	{0.2, true, 0}, {0.4, true, 0},
+	{0.01, false, adaptiveCappedCount},
 }
 
 // adaptiveGroup holds the miniature caches that pick the configuration of
@@ -213,6 +241,7 @@ func (g *adaptiveGroup) observe(fp uint32, est int) {
 			// The shards are alike: the engine's capacity is about
 			// shards times this one's.
 			g.sims.start(int(min(int64(est)*int64(g.shards), 1<<40)))
+			g.cur.Store(int32(g.sims.cur))
 			g.limit.Store(g.sims.limit)
 		}
 		g.mu.Unlock()
@@ -275,7 +304,7 @@ func newAdaptive(shardBytes int64, g *adaptiveGroup) *adaptivePolicy {
 // applyConfig makes c the real cache's configuration; maintain moves the
 // entries over the new boundaries (a larger window fills with new writes).
 func (p *tinyLFUPolicy) applyConfig(c config) {
-	p.windowFrac, p.admitSeen = c.window, c.seen
+	p.windowFrac, p.admitSeen, p.admitCap = c.window, c.seen, c.admitCap
 	if p.maximum > 0 {
 		p.setMaximum(p.maximum)
 	}
@@ -303,11 +332,24 @@ func (s *miniSims) start(est int) {
 	// references for a hit count to mean something, and no more than
 	// 2048 so that a large cache on a short trace still adapts.
 	s.period = max(min(gcap, 2048), 512)
+	if gcap < est {
+		// A cache too large for exact miniature caches starts with the
+		// victim's count capped: over the large traces (Zipf, P3,
+		// Scarab, otter's Zipf) it beat TinyLFU's duel, while the small
+		// looping and LIRS traces, whose miniature caches are exact
+		// and switch sooner, need the uncapped duel from the start.
+		for i, c := range s.configs {
+			if !c.seen && c.admitCap > 0 {
+				s.cur = i
+				break
+			}
+		}
+	}
 	s.sims = make([]miniSim, len(s.configs))
 	for i, c := range s.configs {
 		g := newTinyLFU(int64(gcap))
 		g.fixed = true
-		g.windowFrac, g.admitSeen = c.window, c.seen
+		g.windowFrac, g.admitSeen, g.admitCap = c.window, c.seen, c.admitCap
 		g.setMaximum(int64(gcap))
 		// The map grows as the cache fills, as the real cache's
 		// memory does.
@@ -453,7 +495,7 @@ func (s *miniSims) check() error {
 			}
 		}
 		c := s.configs[i]
-		if g.p.windowFrac != c.window || g.p.admitSeen != c.seen {
+		if g.p.windowFrac != c.window || g.p.admitSeen != c.seen || g.p.admitCap != c.admitCap {
 			return errorf("adaptive: miniature cache %d runs the wrong configuration", i)
 		}
 	}

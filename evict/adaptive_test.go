@@ -320,3 +320,89 @@ func TestAdaptiveMiniatureCachesFillWithTheShard(t *testing.T) {
 		t.Errorf("miniature caches not full after %d distinct keys at capacity %d: they hold %d", capacity+capacity/10, capacity, len(p.group.sims.sims[0].m))
 	}
 }
+
+// TestAdmitCapAdmitsPastAStaleCount guards the capped duel: a candidate
+// counted more than admitCap times is admitted even if the victim's count
+// (high from a past phase) is higher, and below the cap the duel decides
+// as TinyLFU's does.
+func TestAdmitCapAdmitsPastAStaleCount(t *testing.T) {
+	const candidate, victim = 0x1234567, 0x7654321
+	for _, tc := range []struct {
+		name       string
+		cap        uint32
+		candCount  int
+		wantAdmits bool
+	}{
+		{"uncapped duel keeps the frequent victim", 0, 3, false},
+		{"capped: count above the cap is admitted", adaptiveCappedCount, adaptiveCappedCount + 1, true},
+		{"capped: count at the cap duels", adaptiveCappedCount, adaptiveCappedCount, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTinyLFU(1000)
+			p.sk.setPeriod(1 << 20)
+			p.sk.ensure(1000)
+			p.admitCap = tc.cap
+			for range 12 {
+				p.sk.increment(victim)
+			}
+			for range tc.candCount {
+				p.sk.increment(candidate)
+			}
+			if got := p.admit(candidate, victim); got != tc.wantAdmits {
+				t.Errorf("admit with counts %d against %d, cap %d = %v, want %v",
+					p.sk.frequency(candidate), p.sk.frequency(victim), tc.cap, got, tc.wantAdmits)
+			}
+		})
+	}
+}
+
+// TestAdaptiveStartsCappedWhenSampling guards the starting configuration:
+// a cache whose miniature caches sample its keys (larger than
+// adaptiveFull entries) starts with the capped duel, which the large
+// traces favour; one whose miniature caches are exact starts with
+// TinyLFU's, and the miniature caches and every shard agree on it.
+func TestAdaptiveStartsCappedWhenSampling(t *testing.T) {
+	capped := -1
+	for i, c := range adaptiveConfigs {
+		if !c.seen && c.admitCap > 0 {
+			capped = i
+			break
+		}
+	}
+	if capped < 0 {
+		t.Fatal("no capped configuration in adaptiveConfigs")
+	}
+	for _, tc := range []struct {
+		name     string
+		perShard int
+		want     int
+	}{
+		{"exact", adaptiveFull / 4, 0},
+		{"sampled", 4 * adaptiveFull, capped},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := Adaptive.NewShards(4, int64(tc.perShard))
+			keys := make([]uint64, 4*adaptiveStartEntries*8)
+			for i := range keys {
+				keys[i] = uint64(i)
+			}
+			shardedRun(t, ps, tc.perShard, keys)
+			for s, p := range ps {
+				a := p.(*adaptivePolicy)
+				if !a.group.sims.ready {
+					t.Fatalf("shard %d: miniature caches not started", s)
+				}
+				a.maintain()
+				if got := int(a.group.cur.Load()); got != tc.want {
+					t.Fatalf("shard %d: group runs configuration %d, want %d", s, got, tc.want)
+				}
+				if a.applied != tc.want {
+					t.Errorf("shard %d applies configuration %d, want %d", s, a.applied, tc.want)
+				}
+				if err := a.check(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

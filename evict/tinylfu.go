@@ -112,6 +112,9 @@ type tinyLFUPolicy struct {
 	fixed      bool
 	admitSeen  bool
 	windowFrac float64
+	// admitCap, if not 0, admits a candidate counted more than admitCap
+	// times whatever the victim's count (see config.admitCap).
+	admitCap uint32
 	// group, if not nil, is told every reference (hit or write) to a
 	// key, and picks the configuration; applied is the index of the one
 	// this policy runs (see follow).
@@ -451,7 +454,7 @@ func (p *tinyLFUPolicy) admit(candidate, victim uint32) bool {
 		return p.sk.frequency(candidate) >= 2
 	}
 	cf, vf := p.sk.frequency(candidate), p.sk.frequency(victim)
-	if cf > vf {
+	if cf > vf || (p.admitCap > 0 && cf > p.admitCap) {
 		return true
 	}
 	// Caffeine's defence against hash flooding: a frequent candidate is
@@ -480,7 +483,7 @@ func (p *tinyLFUPolicy) check() error {
 		return errorf("tinylfu: negative targets window %d protected %d", p.windowMax, p.protMax)
 	}
 	if p.group != nil {
-		if c := p.group.configs[p.applied]; p.windowFrac != c.window || p.admitSeen != c.seen {
+		if c := p.group.configs[p.applied]; p.windowFrac != c.window || p.admitSeen != c.seen || p.admitCap != c.admitCap {
 			return errorf("adaptive: runs window %.2f seen %v, want configuration %d %+v", p.windowFrac, p.admitSeen, p.applied, c)
 		}
 		return p.group.check()
