@@ -14,8 +14,8 @@ import (
 //     window and admission rule are picked by miniature simulations of the
 //     candidates (one set per engine), so it follows the workload between
 //     frequency and recency; the best mean hit ratio of the tide policies,
-//     at or above otter's on 62 of the 76 rows of bench/HITRATIO.md and
-//     within 0.3 points on 9 more (the report lists where it falls short). Its writes of sampled keys cost more than
+//     at or above otter's on 63 of the 76 rows of bench/HITRATIO.md and
+//     within 0.3 points on 8 more (the report lists where it falls short). Its writes of sampled keys cost more than
 //     TinyLFU's (the miniature caches' work); its memory is TinyLFU's plus
 //     under a byte an entry at 1M entries (its doc has the figures).
 //   - TinyLFU (W-TinyLFU with a hill-climbed window, Caffeine's and
