@@ -25,7 +25,7 @@ import (
 // A record without a deadline word (flagDeadline) that gets a deadline
 // moves to a new record with one (relocateLocked): the returned entry is
 // where the entry now is, and en must not be used after. The caller has
-// checked that the arena can take the move (deadlineFitsLocked).
+// checked that the arena can take the move (deadlineRoomLocked).
 func (s *shard) setDeadlineLocked(en entry, d int64) entry {
 	old := en.deadline()
 	if old == d {
@@ -52,15 +52,15 @@ func (s *shard) setDeadlineLocked(en entry, d int64) entry {
 	return en
 }
 
-// deadlineFitsLocked reports whether en can be given the deadline d: a
+// deadlineRoomLocked is arenaRoomLocked for giving en the deadline d: a
 // record without a deadline word moves to a new record (relocateLocked),
 // and the old one stays live until the copy is complete, so the arena must
-// hold the live records and the new one, as for a write (writeLocked).
-func (s *shard) deadlineFitsLocked(en entry, d int64) bool {
+// hold the live records and the new one, as for a write.
+func (s *shard) deadlineRoomLocked(en entry, d int64) error {
 	if d == 0 || en.flags()&flagDeadline != 0 {
-		return true
+		return nil
 	}
-	return int64(len(s.arena)-s.garbage)+int64(recSize(int(en.klen()), int(en.vlen()), flagDeadline)) <= maxArena
+	return s.arenaRoomLocked(int64(recSize(int(en.klen()), int(en.vlen()), flagDeadline)))
 }
 
 // relocateLocked moves en's record to a new one with flags added (the

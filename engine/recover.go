@@ -214,8 +214,8 @@ func (e *Engine) replaySet(r *aof.Record) error {
 	s, h := e.shardFor(r.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if int64(len(s.arena)-s.garbage)+int64(recSize(len(r.Key), len(r.Value), flagDeadline)) > maxArena {
-		return fmt.Errorf("%w: replaying the log fills a shard's arena (%d bytes); use more shards", ErrOutOfMemory, maxArena)
+	if err := s.arenaRoomLocked(int64(recSize(len(r.Key), len(r.Value), flagDeadline))); err != nil {
+		return fmt.Errorf("replaying the log: %w; use more shards", err)
 	}
 	s.putLocked(r, h, nil)
 	return nil
@@ -261,7 +261,7 @@ func (e *Engine) replayRemove(r *aof.Record) {
 }
 
 // replayMeta applies a change of deadline or pinning. One that would move
-// a record past the shard's arena limit (see deadlineFitsLocked) fails
+// a record past the shard's arena limit (see deadlineRoomLocked) fails
 // the recovery, as such a set does (replaySet).
 func (e *Engine) replayMeta(r *aof.Record) error {
 	s, h := e.shardFor(r.Key)
@@ -272,8 +272,8 @@ func (e *Engine) replayMeta(r *aof.Record) error {
 		return nil
 	}
 	en := s.at(slot)
-	if !s.deadlineFitsLocked(en, r.Deadline) {
-		return fmt.Errorf("%w: replaying the log fills a shard's arena (%d bytes); use more shards", ErrOutOfMemory, maxArena)
+	if err := s.deadlineRoomLocked(en, r.Deadline); err != nil {
+		return fmt.Errorf("replaying the log: %w; use more shards", err)
 	}
 	size := en.size()
 	en = s.setDeadlineLocked(en, r.Deadline)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -239,6 +240,17 @@ func (s *shard) allocLocked(n int) uint32 {
 	off := len(s.arena)
 	s.arena = s.arena[:off+n]
 	return uint32(off)
+}
+
+// arenaRoomLocked reports, as ErrOutOfMemory, whether the shard's arena
+// cannot take n more bytes of live records: live bytes + n would pass
+// maxArena (offsets are 32-bit). Every path that adds a record checks it
+// before it changes anything, so that allocLocked always finds room.
+func (s *shard) arenaRoomLocked(n int64) error {
+	if int64(len(s.arena)-s.garbage)+n > maxArena {
+		return fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+	}
+	return nil
 }
 
 // compactLocked rebuilds the arena with only live bytes, room for extra

@@ -137,8 +137,8 @@ func (s *shard) restoreLocked(r *aof.Record, h uint64, floor uint64, now int64, 
 	if err := s.b.checkSize(len(r.Key), len(r.Value)); err != nil {
 		return err
 	}
-	if int64(len(s.arena)-s.garbage)+int64(recSize(len(r.Key), len(r.Value), flagDeadline)) > maxArena {
-		return fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+	if err := s.arenaRoomLocked(int64(recSize(len(r.Key), len(r.Value), flagDeadline))); err != nil {
+		return err
 	}
 	if r.Version <= floor {
 		if err := s.reserveVersionsLocked(1); err != nil {

@@ -93,9 +93,10 @@ func (s *shard) expireLocked(key string, h uint64, cond ExpireCondition, d, now 
 		}
 		s.removeLocked(slot, h, CauseDeleted, ev)
 		s.maybeShrinkLocked()
-	case !s.deadlineFitsLocked(en, d):
-		return false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
 	default:
+		if err := s.deadlineRoomLocked(en, d); err != nil {
+			return false, err
+		}
 		if err := s.logMetaLocked(en, d, en.flags()&flagPinned != 0); err != nil {
 			return false, err
 		}
@@ -172,8 +173,8 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 			var slot uint32
 			if slot, ok = s.lookupLocked(key, h, op.now, op.events()); ok {
 				en := s.at(slot)
-				if !s.deadlineFitsLocked(en, d) {
-					ok, err = false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+				if err = s.deadlineRoomLocked(en, d); err != nil {
+					ok = false
 				} else if err = s.logMetaLocked(en, d, en.flags()&flagPinned != 0); err != nil {
 					ok = false
 				} else {

@@ -185,8 +185,8 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 		plans[i] = p
 	}
 	for s, n := range arena {
-		if int64(len(s.arena)-s.garbage)+n > maxArena {
-			return nil, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+		if err := s.arenaRoomLocked(n); err != nil {
+			return nil, false, err
 		}
 	}
 	resync := func() {

@@ -128,9 +128,8 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 	if found {
 		oldSize = s.at(slot).size()
 	}
-	if int64(len(s.arena)-s.garbage)+int64(recSize(len(key), len(value), flagDeadline)) > maxArena {
-		// The shard's arena (offsets are 32-bit) is full of live data.
-		return 0, false, fmt.Errorf("%w: shard arena full (%d bytes)", ErrOutOfMemory, maxArena)
+	if err := s.arenaRoomLocked(int64(recSize(len(key), len(value), flagDeadline))); err != nil {
+		return 0, false, err
 	}
 	if grow := newSize - oldSize; s.b != nil && grow > 0 && !s.b.has(r, grow) {
 		var excl [1]uint32
