@@ -134,9 +134,15 @@ func cachegrind(self, ll, peer, path string, keys, n int) (counts, error) {
 	if err := cmd.Run(); err != nil {
 		return counts{}, fmt.Errorf("%v: %s", err, lastLines(out.String(), 5))
 	}
+	return parseSummary(out.String())
+}
+
+// parseSummary reads cachegrind's totals (I refs, D1 misses, LLd misses)
+// and the child's read path from the output of one run.
+func parseSummary(out string) (counts, error) {
 	var c counts
 	found := 0
-	sc := bufio.NewScanner(&out)
+	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		line := sc.Text()
 		if f := strings.Fields(line); len(f) == 3 && f[0] == "readcost-path" {
@@ -161,7 +167,7 @@ func cachegrind(self, ll, peer, path string, keys, n int) (counts, error) {
 		}
 	}
 	if found != 3 {
-		return counts{}, fmt.Errorf("cachegrind summary not found: %s", lastLines(out.String(), 5))
+		return counts{}, fmt.Errorf("cachegrind summary not found: %s", lastLines(out, 5))
 	}
 	return c, nil
 }
