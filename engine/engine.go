@@ -116,8 +116,9 @@ import (
 // Cost: a read hashes the key, probes the table (expected about one probe),
 // compares the key and copies the value (View: no copy), without a lock for
 // a key without TTL (it reads the shard's sequence count twice and writes
-// its goroutine's stripe of the hit counters and, under a cap, of the
-// shard's read log; a read that finds a writer at work waits for it and
+// its goroutine's stripe of the hit counters and, with a policy, of the
+// shard's read log: every hit, or one in 16 while the shard is calm, with
+// room to spare and not filling, see readlog.go; a read that finds a writer at work waits for it and
 // tries again, up to 4 times) and under the shard lock shared otherwise, reading the
 // clock only if the key has a TTL: O(1), no allocation with AppendGet or
 // View. A read makes two dependent memory accesses on a hit: table word,

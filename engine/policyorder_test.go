@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,6 +85,14 @@ func (p *recordingPolicy) Victim(now int64) (evict.Handle, bool) {
 	return p.Policy.Victim(now)
 }
 
+// made returns the number of calls recorded (Access and Miss are counted
+// apart, see reads).
+func (p *recordingPolicy) made() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.calls)
+}
+
 func (p *recordingPolicy) last() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -101,31 +110,98 @@ func recordingSpec(pols *[]*recordingPolicy) evict.Spec {
 	}}
 }
 
+// crowdWithPinned fills e (one shard) with pinned entries, which no policy
+// tracks, until less than a sixteenth of max is free, so that the shard is
+// not calm (see readlog.go), and drains its read log so that it knows.
+// It returns the number of entries written (they hold the first slots).
+func crowdWithPinned(t *testing.T, e *Engine, max int64) int {
+	t.Helper()
+	n := 0
+	for ; e.Stats().Bytes < max-max/16; n++ {
+		if _, _, err := e.SetWith(fmt.Sprintf("pinned%d", n), make([]byte, 256), SetOptions{TTL: NoTTL, Pin: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.shards[0].drainIfFree()
+	return n
+}
+
 // A write's policy update is made before the write returns (a write may
 // leave it until its lock is released, but not later), and in the order
-// of the writes: the policy never misses or reorders a write.
+// of the writes: in an engine within an eighth of its cap, the policy
+// never misses or reorders a write.
 func TestEveryWriteReachesThePolicyBeforeItReturns(t *testing.T) {
 	var pols []*recordingPolicy
-	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: recordingSpec(&pols)})
+	const max = 64 << 10
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: max, Policy: recordingSpec(&pols)})
+	base := crowdWithPinned(t, e, max)
+	call := func(op string, slot int) string { return fmt.Sprintf("%s %d", op, base+slot) }
 	p := pols[0]
 	steps := []struct {
 		op   func()
 		want string
 	}{
-		{func() { e.Set("a", []byte("1")) }, "add 0"},
-		{func() { e.Set("b", []byte("1")) }, "add 1"},
-		{func() { e.Set("a", []byte("2")) }, "update 0"},              // in place
-		{func() { e.Set("a", []byte("a longer value")) }, "update 0"}, // a new record
-		{func() { e.Incr("n") }, "add 2"},
-		{func() { e.Incr("n") }, "update 2"},
-		{func() { e.Delete("a") }, "remove 0"},
-		{func() { e.Set("b", []byte("3")) }, "update 1"},
-		{func() { e.Delete("b") }, "remove 1"},
+		{func() { e.Set("a", []byte("1")) }, call("add", 0)},
+		{func() { e.Set("b", []byte("1")) }, call("add", 1)},
+		{func() { e.Set("a", []byte("2")) }, call("update", 0)},              // in place
+		{func() { e.Set("a", []byte("a longer value")) }, call("update", 0)}, // a new record
+		{func() { e.Incr("n") }, call("add", 2)},
+		{func() { e.Incr("n") }, call("update", 2)},
+		{func() { e.Delete("a") }, call("remove", 0)},
+		{func() { e.Set("b", []byte("3")) }, call("update", 1)},
+		{func() { e.Delete("b") }, call("remove", 1)},
 	}
 	for i, st := range steps {
+		n := p.made()
 		st.op()
-		if got := p.last(); got != st.want {
-			t.Fatalf("step %d: the policy's last call is %q, want %q", i, got, st.want)
+		if got := p.last(); p.made() == n || got != st.want {
+			t.Fatalf("step %d: the policy's last call is %q (%d new calls), want a new %q", i, got, p.made()-n, st.want)
+		}
+	}
+	mustCheck(t, e)
+}
+
+// A calm engine hands the policy the overwrites that keep an entry's size
+// and deadline of one exclusive lock in calmSample, and every write that
+// adds, resizes, retimes or removes an entry.
+func TestACalmEngineSamplesSameSizeOverwrites(t *testing.T) {
+	var pols []*recordingPolicy
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: recordingSpec(&pols)})
+	p := pols[0]
+	e.Set("a", []byte("1"))
+	settleCalm(t, e, []string{"a"})
+	updates := func() (n int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, c := range p.calls {
+			if strings.HasPrefix(c, "update") {
+				n++
+			}
+		}
+		return n
+	}
+	const writes = 20 * calmSample
+	u0 := updates()
+	for i := range writes {
+		e.Set("a", []byte{byte('0' + i%10)})
+	}
+	if got, want := updates()-u0, writes/calmSample; got < want-1 || got > want+1 {
+		t.Fatalf("calm: %d same-size overwrites made %d policy updates, want %d±1", writes, got, want)
+	}
+	for i, st := range []struct {
+		op   func()
+		want string
+	}{
+		{func() { e.Set("a", []byte("a longer value")) }, "update 0"},
+		{func() { e.SetTTL("a", []byte("a longer value"), time.Hour) }, "update 0"}, // a deadline
+		{func() { e.SetTTL("a", []byte("a longer value"), 2*time.Hour) }, "update 0"},
+		{func() { e.Set("b", []byte("1")) }, "add 1"},
+		{func() { e.Delete("a") }, "remove 0"},
+	} {
+		n := p.made()
+		st.op()
+		if got := p.last(); p.made() == n || got != st.want {
+			t.Fatalf("calm, step %d: the policy's last call is %q (%d new calls), want a new %q", i, got, p.made()-n, st.want)
 		}
 	}
 	mustCheck(t, e)
@@ -249,16 +325,14 @@ func TestDeferredUpdatePrecedesALaterDeadlineChange(t *testing.T) {
 	}
 }
 
-// Every read hit and miss reaches the policy, even in a long run of reads
-// with no write to drain the read log: a reader that finds its log stripe
-// full drains the log itself. Lock-free reads (Get, View), reads under
-// the shared lock (GetItem, a key with a TTL) and misses are all counted.
-// One goroutine, so no event may be lost to a contended slot or lock.
-func TestEveryReadOfALongReadRunReachesThePolicy(t *testing.T) {
-	var pols []*recordingPolicy
-	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: recordingSpec(&pols)})
-	const n = 300
-	for i := range n {
+// longReadRunKeys is how many keys fillLongReadRun writes.
+const longReadRunKeys = 300
+
+// fillLongReadRun writes longReadRunKeys keys (one in ten with a TTL) and
+// returns their accounted bytes.
+func fillLongReadRun(t *testing.T, e *Engine) int64 {
+	t.Helper()
+	for i := range longReadRunKeys {
 		var err error
 		if i%10 == 0 {
 			_, err = e.SetTTL(fmt.Sprintf("k%d", i), []byte("v"), time.Hour)
@@ -269,12 +343,20 @@ func TestEveryReadOfALongReadRunReachesThePolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return e.Stats().Bytes
+}
+
+// longReadRun reads every key written by fillLongReadRun and a tenth as
+// many absent ones, five times, by Get, GetItem (under the shared lock)
+// and View in turn, on one goroutine, and returns the policy's new accesses
+// and misses, and the hits and misses the reads found.
+func longReadRun(t *testing.T, e *Engine, pol *recordingPolicy) (acc, miss, hits, misses int) {
+	t.Helper()
 	e.shards[0].drainIfFree()
-	acc0, miss0 := pols[0].reads()
-	hits, misses := 0, 0
+	acc0, miss0 := pol.reads()
 	for round := range 5 {
-		for i := range n + n/10 {
-			k := fmt.Sprintf("k%d", i) // i >= n: absent
+		for i := range longReadRunKeys + longReadRunKeys/10 {
+			k := fmt.Sprintf("k%d", i) // i >= longReadRunKeys: absent
 			var ok bool
 			switch (i + round) % 3 {
 			case 0:
@@ -284,8 +366,8 @@ func TestEveryReadOfALongReadRunReachesThePolicy(t *testing.T) {
 			default:
 				ok = e.View(k, func([]byte) {})
 			}
-			if ok != (i < n) {
-				t.Fatalf("read of %s: found %v, want %v", k, ok, i < n)
+			if ok != (i < longReadRunKeys) {
+				t.Fatalf("read of %s: found %v, want %v", k, ok, i < longReadRunKeys)
 			}
 			if ok {
 				hits++
@@ -295,8 +377,114 @@ func TestEveryReadOfALongReadRunReachesThePolicy(t *testing.T) {
 		}
 	}
 	e.shards[0].drainIfFree()
-	acc, miss := pols[0].reads()
-	if acc-acc0 != hits || miss-miss0 != misses {
-		t.Fatalf("the policy saw %d accesses and %d misses, want %d and %d", acc-acc0, miss-miss0, hits, misses)
+	acc, miss = pol.reads()
+	return acc - acc0, miss - miss0, hits, misses
+}
+
+// In an engine within an eighth of its cap, every read hit and miss
+// reaches the policy, even in a long run of reads with no write to drain
+// the read log: a reader that finds its log stripe full drains the log
+// itself. Lock-free reads (Get, View), reads under the shared lock
+// (GetItem, a key with a TTL) and misses are all counted. One goroutine,
+// so no event may be lost to a contended slot or lock.
+func TestEveryReadOfALongReadRunReachesThePolicy(t *testing.T) {
+	probe, _ := newTest(t, Config{Shards: 1})
+	full := fillLongReadRun(t, probe)
+	var pols []*recordingPolicy
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: full, Policy: recordingSpec(&pols)})
+	if got := fillLongReadRun(t, e); got != full {
+		t.Fatalf("the capped engine holds %d bytes, want %d", got, full)
+	}
+	acc, miss, hits, misses := longReadRun(t, e, pols[0])
+	if acc != hits || miss != misses {
+		t.Fatalf("the policy saw %d accesses and %d misses, want %d and %d", acc, miss, hits, misses)
+	}
+}
+
+// settleCalm ends a one-shard engine's growth: it drains the read log (the
+// drain sees the writes' growth), then reads the keys of keys, pass after
+// pass, until it has made more hits than the shard holds entries, and
+// drains again. Afterwards the shard is calm if the engine has room (see
+// readlog.go).
+func settleCalm(t *testing.T, e *Engine, keys []string) {
+	t.Helper()
+	e.shards[0].drainIfFree()
+	for range 2 + e.Stats().Entries/len(keys) {
+		for _, k := range keys {
+			if !e.View(k, func([]byte) {}) {
+				t.Fatalf("%s is missing", k)
+			}
+		}
+	}
+	e.shards[0].drainIfFree()
+}
+
+// A calm shard (more than an eighth of the engine's cap free, and as many
+// hits handed to the policy as it holds entries since it last grew) hands
+// the policy one read hit in calmSample, and one miss in calmSample; a
+// shard that grows, or an engine within an eighth of its cap, every hit and
+// miss.
+func TestACalmEngineLogsOneHitInCalmSample(t *testing.T) {
+	probe, _ := newTest(t, Config{Shards: 1})
+	full := fillLongReadRun(t, probe)
+	var pols []*recordingPolicy
+	max := 2 * full
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: max, Policy: recordingSpec(&pols)})
+	p := pols[0]
+	fillLongReadRun(t, e)
+	var keys []string
+	for i := range longReadRunKeys {
+		keys = append(keys, fmt.Sprintf("k%d", i))
+	}
+	settleCalm(t, e, keys)
+	acc, miss, hits, misses := longReadRun(t, e, p)
+	// Get, GetItem and View may count their hits in different stripes of
+	// the hit counter (the stripe follows the stack depth), each logging
+	// one hit in calmSample of its own.
+	if lo, hi := hits/calmSample-3, hits/calmSample+3; acc < lo || acc > hi {
+		t.Fatalf("calm: the policy saw %d accesses of %d hits, want %d..%d", acc, hits, lo, hi)
+	}
+	if lo, hi := misses/calmSample-3, misses/calmSample+3; miss < lo || miss > hi {
+		t.Fatalf("calm: the policy saw %d misses of %d, want %d..%d", miss, misses, lo, hi)
+	}
+
+	// Filling, with room to spare: a new key every 4 reads, so that every
+	// drain sees the shard grown since the last.
+	for i := range 20 {
+		e.Set(fmt.Sprintf("new%d", i), []byte("v"))
+	}
+	e.shards[0].drainIfFree()
+	acc0, _ := p.reads()
+	hits = 0
+	for i := range 400 {
+		if i%4 == 0 {
+			if _, err := e.Set(fmt.Sprintf("grow%d", i), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if !e.View(fmt.Sprintf("k%d", i%longReadRunKeys), func([]byte) {}) {
+			t.Fatalf("k%d is missing", i%longReadRunKeys)
+		}
+		hits++
+	}
+	e.shards[0].drainIfFree()
+	if acc, _ := p.reads(); acc-acc0 != hits {
+		t.Fatalf("filling: the policy saw %d accesses, want %d", acc-acc0, hits)
+	}
+	if e.Stats().Bytes > max-max/8 {
+		t.Fatalf("the filling phase took the engine within an eighth of its cap (%d of %d bytes)", e.Stats().Bytes, max)
+	}
+
+	// Within an eighth of the cap, grown no more: every hit.
+	for i := 0; e.Stats().Bytes <= max-max/8; i++ {
+		if _, err := e.Set(fmt.Sprintf("pad%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settleCalm(t, e, keys)
+	acc, miss, hits, misses = longReadRun(t, e, p)
+	if acc != hits || miss != misses {
+		t.Fatalf("near the cap: the policy saw %d accesses and %d misses, want %d and %d", acc, miss, hits, misses)
 	}
 }

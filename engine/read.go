@@ -300,11 +300,7 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
 		return peeked{}
 	}
 	if counted {
-		r := goroutineStripe()
-		if s.rlog != nil {
-			s.logMiss(h, r>>8)
-		}
-		e.reads.count(false, r)
+		e.readMiss(s, h)
 	}
 	return peeked{r: peekMiss}
 }
@@ -347,13 +343,14 @@ func (pk *peeked) markViewed() bool {
 	return atomic.CompareAndSwapUint32(hdr32(pk.arena, pk.off+hdrKlen), pk.kw, pk.kw|flagViewed<<24)
 }
 
-// peekHit counts a validated hit and logs it for the policy.
+// peekHit counts a validated hit and logs it for the policy (see
+// shard.logHit: sampled while the shard is calm).
 func (e *Engine) peekHit(s *shard, pk peeked) {
 	r := goroutineStripe()
+	n := e.reads.hit(r)
 	if pk.kw>>24&flagTracked != 0 && s.rlog != nil {
-		s.logAccess(pk.slot, r>>8)
+		s.logHit(pk.slot, r, n)
 	}
-	e.reads.count(true, r)
 }
 
 // rlockLive takes s.mu shared and finds key's live entry: the read path
@@ -368,11 +365,7 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 	if !ok {
 		s.mu.RUnlock()
 		if counted {
-			r := goroutineStripe()
-			if s.rlog != nil {
-				s.logMiss(h, r>>8)
-			}
-			e.reads.count(false, r)
+			e.readMiss(s, h)
 		}
 		return entry{}, 0, false
 	}
@@ -390,14 +383,24 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 	return en, now, true
 }
 
+// readMiss counts a read of an absent key with hash h and logs it for the
+// policy, sampled as hits are (see shard.logHit).
+func (e *Engine) readMiss(s *shard, h uint64) {
+	r := goroutineStripe()
+	n := e.reads.miss(r)
+	if s.rlog != nil && n&uint64(s.sample.Load()) == 0 {
+		s.logMiss(h, r>>8)
+	}
+}
+
 // lockedHit counts a hit found under the shared lock, which the caller
 // has released, and logs it for the policy if the entry was tracked.
 func (e *Engine) lockedHit(s *shard, slot uint32, tracked bool) {
 	r := goroutineStripe()
+	n := e.reads.hit(r)
 	if tracked && s.rlog != nil {
-		s.logAccess(slot, r>>8)
+		s.logHit(slot, r, n)
 	}
-	e.reads.count(true, r)
 }
 
 func itemOf(en entry, now int64) Item {

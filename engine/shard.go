@@ -26,6 +26,10 @@ type shard struct {
 	mu   shardMu
 	pub  atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
 	rlog *readLog                  // reads peek reports to pol; nil without a policy
+	// sample is the mask of the hit counts whose hits are logged for the
+	// policy: 0 (every hit) or calmSample-1 while the shard is calm (see
+	// readlog.go). Written under the exclusive lock, read by readers.
+	sample atomic.Uint32
 	// views counts the Views of the shard whose fn may be running (see
 	// viewCounts); allocated by the shard's first View, so that an engine
 	// that never calls View pays nothing for it.
@@ -73,6 +77,12 @@ type shard struct {
 	sink uint64 // keeps the reclaim loop's warming loads alive
 
 	locks uint64 // exclusive locks taken (see lockedLocked)
+
+	// calmBytes is bytes at the last drain, calmHits the read hits
+	// drained since the shard last grew, counted up to live (see
+	// sampleLocked).
+	calmBytes int64
+	calmHits  int
 
 	// deferUpdate lets the next syncPolicyLocked of a written entry that
 	// stays tracked leave its policy Update in pending, for Unlock to make

@@ -164,9 +164,9 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 // size and holds the room (see budget): the resident bytes grow by the
 // entry's change in size.
 func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, ev *[]Removal) uint64 {
-	var oldSize int64
+	var oldSize, oldDeadline int64
 	if found {
-		oldSize = s.at(slot).size()
+		oldSize, oldDeadline = s.at(slot).size(), s.at(slot).deadline()
 	}
 	s.version++
 	s.writes++
@@ -215,7 +215,11 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 		}
 		en = s.setDeadlineLocked(en, deadline)
 		s.addBytesLocked(en.size() - oldSize)
-		s.syncPolicyLocked(en, h, oldSize, true)
+		// An overwrite that keeps the entry's size and deadline is only
+		// an access for the policy: a calm shard hands it one exclusive
+		// lock in calmSample, as it samples read hits (see readlog.go).
+		accessed := en.size() != oldSize || en.deadline() != oldDeadline || s.locks&uint64(s.sample.Load()) == 0
+		s.syncPolicyLocked(en, h, oldSize, accessed)
 		return en.version()
 	}
 	flags := deadlineFlag(deadline, 0)
