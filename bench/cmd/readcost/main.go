@@ -6,13 +6,13 @@
 // The workload is cmd/speed's: -keys keys of 16 bytes with 64-byte values,
 // the cache pre-filled, then reads of the Zipf 1.01 trace on one goroutine
 // (GOMAXPROCS 1, the garbage collector off). readcost runs it under
-// cachegrind twice, with no reads and with -ops reads, and reports the
-// difference per read: instructions (Ir), first-level data-cache misses
-// (D1) and last-level data misses (LLd) of a simulated last-level cache of
-// -ll (cachegrind's size,associativity,line; the default, 32 MiB, is a
-// server's share, where the 1M-key data set does not fit). A miss of the
-// caller's own (its key's bytes, the trace) is counted too, the same for
-// every cache.
+// cachegrind twice, with -warm reads and with -warm + -ops reads (-warm is
+// 0 by default), and reports the difference per read: instructions (Ir),
+// first-level data-cache misses (D1) and last-level data misses (LLd) of a
+// simulated last-level cache of -ll (cachegrind's
+// size,associativity,line; the default, 32 MiB, is a server's share, where
+// the 1M-key data set does not fit). A miss of the caller's own (its key's
+// bytes, the trace) is counted too, the same for every cache.
 //
 //	go run ./cmd/readcost -peer tide,tide-capped,otter-capped,otter-capped-sync
 //
@@ -41,14 +41,15 @@ func main() {
 	path := flag.String("path", "View", "read path: View (where the cache has one, else AppendGet) or AppendGet")
 	keys := flag.Int("keys", 1_000_000, "keys in the key space")
 	ops := flag.Int("ops", 2_000_000, "reads in the measured run")
+	warm := flag.Int("warm", 0, "reads made before the measured ones in both runs (a cache read for a while: tide's calm sampling starts after a pass of reads)")
 	ll := flag.String("ll", "33554432,16,64", "simulated last-level cache: size,associativity,line (cachegrind's --LL)")
-	child := flag.Int("child", -1, "internal: run the workload with this many reads")
+	child := flag.Int("child", -1, "internal: run the workload with this many reads (-warm included)")
 	flag.Parse()
 	var err error
 	if *child >= 0 {
 		err = runChild(*peers, *path, *keys, *child)
 	} else {
-		err = runParent(*peers, *path, *keys, *ops, *ll)
+		err = runParent(*peers, *path, *keys, *warm, *ops, *ll)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "readcost:", err)
@@ -96,12 +97,12 @@ type counts struct {
 	path        string
 }
 
-func runParent(peers, path string, keys, ops int, ll string) error {
+func runParent(peers, path string, keys, warm, ops int, ll string) error {
 	if _, err := exec.LookPath("valgrind"); err != nil {
 		return errors.New("valgrind not found (apt-get install valgrind)")
 	}
-	if ops <= 0 {
-		return errors.New("-ops must be positive")
+	if ops <= 0 || warm < 0 {
+		return errors.New("-ops must be positive, -warm not negative")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -113,7 +114,7 @@ func runParent(peers, path string, keys, ops int, ll string) error {
 			return err
 		}
 		var runs [2]counts
-		for i, n := range []int{0, ops} {
+		for i, n := range []int{warm, warm + ops} {
 			if runs[i], err = cachegrind(self, ll, peer, path, keys, n); err != nil {
 				return fmt.Errorf("%s: %w", peer, err)
 			}

@@ -96,7 +96,7 @@ func TestParseArgs(t *testing.T) {
 
 func TestPlanRunsEveryCellOnceAndRotates(t *testing.T) {
 	jobs := plan(groups, []int{1, 2}, 3)
-	caches := []string{"otter-capped", "otter-capped-sync", "ristretto-capped", "theine-capped", "tide-capped", "go-cache", "tide"}
+	caches := []string{"otter-capped", "otter-capped-sync", "ristretto-capped", "theine-capped", "tide-capped", "tide-exact", "go-cache", "tide"}
 	if len(jobs) != len(caches)*2*3 {
 		t.Fatalf("%d jobs, want %d", len(jobs), len(caches)*2*3)
 	}
@@ -119,7 +119,10 @@ func TestPlanRunsEveryCellOnceAndRotates(t *testing.T) {
 	}
 	for _, j := range jobs {
 		want := []bench.ReadPath{bench.ReadAppend}
-		if strings.HasPrefix(j.cache, "tide") {
+		switch {
+		case j.cache == "tide-exact":
+			want = []bench.ReadPath{bench.ReadView}
+		case strings.HasPrefix(j.cache, "tide"):
 			want = []bench.ReadPath{bench.ReadCopy, bench.ReadAppend, bench.ReadView}
 		}
 		if !slices.Equal(j.paths, want) {
