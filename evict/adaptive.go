@@ -71,11 +71,18 @@ import (
 // challenger accumulates its lead over the current configuration, in
 // points of hit ratio, less adaptiveDrift per evaluation, and never below
 // zero (a CUSUM test); it replaces the current configuration when that sum
-// reaches adaptiveSwitch, or adaptiveSwitchRule if it has the other
-// admission rule (a switch between the rules replaces most of the
-// contents, and a phase where the other rule leads is often short). A
-// large lead thus switches in one evaluation, a lead of a point in about
-// sixteen. On a switch the real cache moves its window boundary and
+// reaches adaptiveSwitch, or, if it has the other admission rule (a
+// switch between the rules replaces most of the contents),
+// adaptiveSwitchRule when the miniature caches are exact and
+// adaptiveSwitchRuleSampled when they sample. A small cache's phases
+// where the other rule leads are often short (a lower threshold there
+// lost up to 4 points on the Glimpse and multi3 traces); a large cache's
+// last long (on Scarab and P3 the seen-twice rule led by a point or more
+// for twenty evaluations, which adaptiveSwitchRule never acted on: the
+// sampled threshold gained 0.4 to 1.1 points on Scarab from 25k entries,
+// 0.6 on P3 at 200k, 2 at 300k, and changed no Zipf row). A large lead
+// thus switches in one evaluation, a lead of a point in about sixteen
+// (ten to the other rule in a large cache). On a switch the real cache moves its window boundary and
 // admission rule, and its contents migrate as it runs.
 //
 // Unlike a hill climber, which follows one noisy hit rate's gradient and
@@ -164,8 +171,15 @@ const (
 	// current configuration.
 	adaptiveSwitch = 0.08
 	// adaptiveSwitchRule is the evidence a challenger with the other
-	// admission rule needs.
+	// admission rule needs when the miniature caches are exact (small
+	// caches, whose phases where the other rule leads are short).
 	adaptiveSwitchRule = 0.3
+	// adaptiveSwitchRuleSampled is the evidence a challenger with the
+	// other admission rule needs when the miniature caches sample the
+	// keys (large caches, where a rule keeps its lead for a long phase:
+	// on the Scarab and P3 traces the seen-twice rule led by a point or
+	// more for twenty evaluations and adaptiveSwitchRule never switched).
+	adaptiveSwitchRuleSampled = 0.05
 	// adaptiveStartEntries is how many entries a shard holds before its
 	// average entry size sizes the miniature caches (if it is not half
 	// full before).
@@ -275,6 +289,7 @@ type miniSims struct {
 	refs    int    // sampled references this period
 	period  int
 	ready   bool
+	sampled bool // the miniature caches sample the keys (not exact)
 }
 
 // miniSim is one miniature cache: a W-TinyLFU over hashes, in entries.
@@ -332,7 +347,8 @@ func (s *miniSims) start(est int) {
 	// references for a hit count to mean something, and no more than
 	// 2048 so that a large cache on a short trace still adapts.
 	s.period = max(min(gcap, 2048), 512)
-	if gcap < est {
+	s.sampled = gcap < est
+	if s.sampled {
 		// A cache too large for exact miniature caches starts with the
 		// victim's count capped: over the large traces (Zipf, P3,
 		// Scarab, otter's Zipf) it beat TinyLFU's duel, while the small
@@ -415,6 +431,9 @@ func (s *miniSims) choose() int {
 		need := adaptiveSwitch
 		if s.configs[i].seen != s.configs[s.cur].seen {
 			need = adaptiveSwitchRule
+			if s.sampled {
+				need = adaptiveSwitchRuleSampled
+			}
 		}
 		if g.evidence >= need && (best < 0 || g.evidence > s.sims[best].evidence) {
 			best = i

@@ -156,14 +156,16 @@ func TestAdaptiveLeavesFrequencyWhenRecencyWins(t *testing.T) {
 // of many points switches after the warm-up in one evaluation, a lead of a
 // point takes about a dozen, a lead below the drift never switches however long
 // it lasts, a challenger with the other admission rule needs more
-// evidence, and evidence is lost when the lead is.
+// evidence (less when the miniature caches sample the keys: a steady lead
+// of a point must switch a large cache's rule within ten evaluations),
+// and evidence is lost when the lead is.
 func TestAdaptiveSwitchRule(t *testing.T) {
 	const period = 1000
 	// evaluations returns the evaluation (1-based, warm-up included) at
 	// which choose first switches, given each evaluation's lead of
 	// challenger ch in points (the other challengers trail by 5), or 0.
-	evaluations := func(ch int, leads []float64) int {
-		s := &miniSims{configs: adaptiveConfigs, period: period, sims: make([]miniSim, len(adaptiveConfigs))}
+	evaluations := func(ch int, sampled bool, leads []float64) int {
+		s := &miniSims{configs: adaptiveConfigs, period: period, sampled: sampled, sims: make([]miniSim, len(adaptiveConfigs))}
 		for e, lead := range leads {
 			for i := range s.sims {
 				s.sims[i].score = 2 * period * 0.45
@@ -190,19 +192,25 @@ func TestAdaptiveSwitchRule(t *testing.T) {
 	}
 	w := adaptiveWarmup
 	for _, tc := range []struct {
-		name  string
-		ch    int
-		leads []float64
-		want  int
+		name    string
+		ch      int
+		sampled bool
+		leads   []float64
+		want    int
 	}{
-		{"large lead, same rule", 2, repeat(10, 10), w + 1},
-		{"lead during warm-up only", 2, append(repeat(30, w), repeat(0, 10)...), 0},
-		{"a point, same rule", 1, repeat(1.2, 20), w + 12},
-		{"below the drift", 1, repeat(0.4, 200), 0},
-		{"large lead, other rule", 4, repeat(10, 10), w + 4},
-		{"lead lost midway", 1, append(append(repeat(1.2, w+5), repeat(-2, 2)...), repeat(1.2, 20)...), w + 5 + 2 + 12},
+		{"large lead, same rule", 2, false, repeat(10, 10), w + 1},
+		{"lead during warm-up only", 2, false, append(repeat(30, w), repeat(0, 10)...), 0},
+		{"a point, same rule", 1, false, repeat(1.2, 20), w + 12},
+		{"a point, same rule, sampled", 1, true, repeat(1.2, 20), w + 12},
+		{"below the drift", 1, false, repeat(0.4, 200), 0},
+		{"below the drift, other rule, sampled", 4, true, repeat(0.4, 200), 0},
+		{"large lead, other rule", 4, false, repeat(10, 10), w + 4},
+		{"large lead, other rule, sampled", 4, true, repeat(10, 10), w + 1},
+		{"a point, other rule", 4, false, repeat(1.2, 20), 0},
+		{"a point, other rule, sampled", 4, true, repeat(1.2, 20), w + 8},
+		{"lead lost midway", 1, false, append(append(repeat(1.2, w+5), repeat(-2, 2)...), repeat(1.2, 20)...), w + 5 + 2 + 12},
 	} {
-		if got := evaluations(tc.ch, tc.leads); got != tc.want {
+		if got := evaluations(tc.ch, tc.sampled, tc.leads); got != tc.want {
 			t.Errorf("%s: switched at evaluation %d, want %d (0 = never)", tc.name, got, tc.want)
 		}
 	}
