@@ -1,6 +1,7 @@
 package evict
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 )
@@ -71,12 +72,37 @@ import (
 // challenger accumulates its lead over the current configuration, in
 // points of hit ratio, less adaptiveDrift per evaluation, and never below
 // zero (a CUSUM test); it replaces the current configuration when that sum
-// reaches adaptiveSwitch, or adaptiveSwitchRule if it has the other
-// admission rule (a switch between the rules replaces most of the
-// contents, and a phase where the other rule leads is often short). A
-// large lead thus switches in one evaluation, a lead of a point in about
-// sixteen. On a switch the real cache moves its window boundary and
-// admission rule, and its contents migrate as it runs.
+// reaches adaptiveSwitch, or, if it has the other admission rule (a
+// switch between the rules replaces most of the contents),
+// adaptiveSwitchRule when the miniature caches are exact and
+// adaptiveSwitchRuleSampled when they sample. A small cache's phases
+// where the other rule leads are often short (a lower threshold there
+// lost up to 4 points on the Glimpse and multi3 traces); a large cache's
+// last long (on Scarab and P3 the seen-twice rule led by a point or more
+// for twenty evaluations, which adaptiveSwitchRule never acted on: the
+// sampled threshold gained 0.4 to 1.1 points on Scarab from 25k entries,
+// 0.6 on P3 at 200k, 2 at 300k, and changed no Zipf row). A large lead
+// thus switches in one evaluation, a lead of a point in about sixteen
+// (ten to the other rule in a large cache). When the miniature caches
+// sample, a challenger must also have led in the last
+// adaptiveStreakSampled evaluations (on P3 a configuration often leads by
+// ten points for one evaluation and trails the next). On a switch the
+// real cache moves its window boundary and admission rule, and its
+// contents migrate as it runs.
+//
+// A miniature cache that ran a configuration all along holds the contents
+// that configuration chose, which the real cache, switching to it, does
+// not: part of its lead is one the real cache cannot collect (on P3 the
+// real cache lost hits on switches its miniature caches scored as 20
+// points ahead). So when the miniature caches sample, a switch restarts
+// every other one from a copy of the new configuration's miniature cache
+// (contents, sketch and score), each keeping its own configuration: a
+// lead is then measured from the contents the real cache has. Beyond the
+// lower sampled threshold, the streak and the restart gained 1.4 points
+// on P3 at 50k entries and 0.5 at 400k (−0.3 at 100k; Scarab and the
+// Zipf traces unchanged); for exact miniature caches the restart changed
+// little and lost up to 0.35 on the small LIRS traces, so they do not
+// restart.
 //
 // Unlike a hill climber, which follows one noisy hit rate's gradient and
 // can only move the window (the sketch always filters), the miniature
@@ -98,7 +124,11 @@ import (
 // measured with 6 miniature caches before the seventh was added).
 // Larger caches sample a fraction of about adaptiveFull/entries or less
 // (under 0.5% of the references at 1M entries): BenchmarkVictim (65536
-// entries) measured about 2 times TinyLFU's.
+// entries) measured about 2 times TinyLFU's. When they sample, a switch
+// (rare: a few per million references on the large traces) also copies
+// one miniature cache into the others, under the group's mutex: 0.7 to
+// 1.4 ms at adaptiveGhost entries on a loaded 2-core machine, and about
+// 1 MB of new allocations (the old copies become garbage).
 //
 // Memory: TinyLFU's per shard (14 bytes per entry, 8 to 16 of sketch per
 // entry of capacity), plus one set of miniature caches per engine (or per
@@ -164,8 +194,21 @@ const (
 	// current configuration.
 	adaptiveSwitch = 0.08
 	// adaptiveSwitchRule is the evidence a challenger with the other
-	// admission rule needs.
+	// admission rule needs when the miniature caches are exact (small
+	// caches, whose phases where the other rule leads are short).
 	adaptiveSwitchRule = 0.3
+	// adaptiveSwitchRuleSampled is the evidence a challenger with the
+	// other admission rule needs when the miniature caches sample the
+	// keys (large caches, where a rule keeps its lead for a long phase:
+	// on the Scarab and P3 traces the seen-twice rule led by a point or
+	// more for twenty evaluations and adaptiveSwitchRule never switched).
+	adaptiveSwitchRuleSampled = 0.05
+	// adaptiveStreakSampled is how many evaluations in a row a challenger
+	// must lead the current configuration by more than adaptiveDrift to
+	// replace it when the miniature caches sample the keys: on P3 a
+	// configuration often leads by ten points or more for one evaluation
+	// and trails the next.
+	adaptiveStreakSampled = 2
 	// adaptiveStartEntries is how many entries a shard holds before its
 	// average entry size sizes the miniature caches (if it is not half
 	// full before).
@@ -275,6 +318,7 @@ type miniSims struct {
 	refs    int    // sampled references this period
 	period  int
 	ready   bool
+	sampled bool // the miniature caches sample the keys (not exact)
 }
 
 // miniSim is one miniature cache: a W-TinyLFU over hashes, in entries.
@@ -286,6 +330,7 @@ type miniSim struct {
 	hits     int
 	score    float64
 	evidence float64 // summed leads over the current configuration, less drift
+	streak   int     // evaluations in a row it led by more than adaptiveDrift
 }
 
 func newAdaptive(shardBytes int64, g *adaptiveGroup) *adaptivePolicy {
@@ -332,7 +377,8 @@ func (s *miniSims) start(est int) {
 	// references for a hit count to mean something, and no more than
 	// 2048 so that a large cache on a short trace still adapts.
 	s.period = max(min(gcap, 2048), 512)
-	if gcap < est {
+	s.sampled = gcap < est
+	if s.sampled {
 		// A cache too large for exact miniature caches starts with the
 		// victim's count capped: over the large traces (Zipf, P3,
 		// Scarab, otter's Zipf) it beat TinyLFU's duel, while the small
@@ -389,15 +435,54 @@ func (s *miniSims) observe(fp uint32) int {
 	best := s.choose()
 	if best >= 0 {
 		s.cur = best
+		if s.sampled {
+			s.restartFrom(best)
+		}
 	}
 	return best
+}
+
+// restartFrom makes every other miniature cache a copy of miniature cache
+// cur (contents, sketch, score and the period's hits so far), each still
+// running its own configuration. Called on a switch when the miniature
+// caches sample: the real cache keeps the contents the old configuration
+// chose, so a challenger's lead is then measured from the same contents
+// (what switching again would gain), not from the contents it would have
+// chosen all along, a lead the real cache cannot collect.
+func (s *miniSims) restartFrom(cur int) {
+	src := &s.sims[cur]
+	for i := range s.sims {
+		if i == cur {
+			continue
+		}
+		g := &s.sims[i]
+		g.p = src.p.cloneAs(s.configs[i])
+		g.m = maps.Clone(src.m)
+		g.free = append(g.free[:0], src.free...)
+		g.hits, g.score = src.hits, src.score
+	}
+}
+
+// cloneAs returns a copy of p, a miniature cache's policy (no group),
+// that shares no memory with it and runs configuration c.
+func (p *tinyLFUPolicy) cloneAs(c config) *tinyLFUPolicy {
+	q := *p
+	q.nodes = p.nodes.clone()
+	if p.big != nil {
+		q.big = maps.Clone(p.big)
+	}
+	q.sk.table = p.sk.table.clone()
+	q.windowFrac, q.admitSeen, q.admitCap = c.window, c.seen, c.admitCap
+	q.setMaximum(q.maximum)
+	return &q
 }
 
 // choose runs one evaluation of the scores and returns the configuration
 // to switch to, or -1 to stay. Each challenger sums its leads over the
 // current configuration, less adaptiveDrift, never below zero (CUSUM); of
-// those whose sum reached their threshold the one with the most evidence
-// wins, and every sum starts over.
+// those whose sum reached their threshold (and, when the miniature caches
+// sample, that led in the last adaptiveStreakSampled evaluations) the one
+// with the most evidence wins, and every sum starts over.
 func (s *miniSims) choose() int {
 	if s.evals++; s.evals <= adaptiveWarmup {
 		return -1
@@ -407,22 +492,33 @@ func (s *miniSims) choose() int {
 	for i := range s.sims {
 		g := &s.sims[i]
 		if i == s.cur {
-			g.evidence = 0
+			g.evidence, g.streak = 0, 0
 			continue
 		}
 		lead := (g.score - cur) / (2 * float64(s.period))
 		g.evidence = max(0, g.evidence+lead-adaptiveDrift)
-		need := adaptiveSwitch
+		if lead > adaptiveDrift {
+			g.streak++
+		} else {
+			g.streak = 0
+		}
+		need, streak := adaptiveSwitch, 1
+		if s.sampled {
+			streak = adaptiveStreakSampled
+		}
 		if s.configs[i].seen != s.configs[s.cur].seen {
 			need = adaptiveSwitchRule
+			if s.sampled {
+				need = adaptiveSwitchRuleSampled
+			}
 		}
-		if g.evidence >= need && (best < 0 || g.evidence > s.sims[best].evidence) {
+		if g.evidence >= need && g.streak >= streak && (best < 0 || g.evidence > s.sims[best].evidence) {
 			best = i
 		}
 	}
 	if best >= 0 {
 		for i := range s.sims {
-			s.sims[i].evidence = 0
+			s.sims[i].evidence, s.sims[i].streak = 0, 0
 		}
 	}
 	return best

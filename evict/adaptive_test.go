@@ -156,14 +156,17 @@ func TestAdaptiveLeavesFrequencyWhenRecencyWins(t *testing.T) {
 // of many points switches after the warm-up in one evaluation, a lead of a
 // point takes about a dozen, a lead below the drift never switches however long
 // it lasts, a challenger with the other admission rule needs more
-// evidence, and evidence is lost when the lead is.
+// evidence (less when the miniature caches sample the keys: a steady lead
+// of a point must switch a large cache's rule within ten evaluations),
+// evidence is lost when the lead is, and, when the miniature caches
+// sample, a lead of one evaluation never switches however large.
 func TestAdaptiveSwitchRule(t *testing.T) {
 	const period = 1000
 	// evaluations returns the evaluation (1-based, warm-up included) at
 	// which choose first switches, given each evaluation's lead of
 	// challenger ch in points (the other challengers trail by 5), or 0.
-	evaluations := func(ch int, leads []float64) int {
-		s := &miniSims{configs: adaptiveConfigs, period: period, sims: make([]miniSim, len(adaptiveConfigs))}
+	evaluations := func(ch int, sampled bool, leads []float64) int {
+		s := &miniSims{configs: adaptiveConfigs, period: period, sampled: sampled, sims: make([]miniSim, len(adaptiveConfigs))}
 		for e, lead := range leads {
 			for i := range s.sims {
 				s.sims[i].score = 2 * period * 0.45
@@ -190,20 +193,91 @@ func TestAdaptiveSwitchRule(t *testing.T) {
 	}
 	w := adaptiveWarmup
 	for _, tc := range []struct {
-		name  string
-		ch    int
-		leads []float64
-		want  int
+		name    string
+		ch      int
+		sampled bool
+		leads   []float64
+		want    int
 	}{
-		{"large lead, same rule", 2, repeat(10, 10), w + 1},
-		{"lead during warm-up only", 2, append(repeat(30, w), repeat(0, 10)...), 0},
-		{"a point, same rule", 1, repeat(1.2, 20), w + 12},
-		{"below the drift", 1, repeat(0.4, 200), 0},
-		{"large lead, other rule", 4, repeat(10, 10), w + 4},
-		{"lead lost midway", 1, append(append(repeat(1.2, w+5), repeat(-2, 2)...), repeat(1.2, 20)...), w + 5 + 2 + 12},
+		{"large lead, same rule", 2, false, repeat(10, 10), w + 1},
+		{"lead during warm-up only", 2, false, append(repeat(30, w), repeat(0, 10)...), 0},
+		{"a point, same rule", 1, false, repeat(1.2, 20), w + 12},
+		{"a point, same rule, sampled", 1, true, repeat(1.2, 20), w + 12},
+		{"below the drift", 1, false, repeat(0.4, 200), 0},
+		{"below the drift, other rule, sampled", 4, true, repeat(0.4, 200), 0},
+		{"large lead, other rule", 4, false, repeat(10, 10), w + 4},
+		{"large lead, other rule, sampled", 4, true, repeat(10, 10), w + 2},
+		{"one-evaluation burst", 2, false, append(append(repeat(0, w), 30), repeat(-5, 10)...), w + 1},
+		{"one-evaluation burst, sampled", 2, true, append(append(repeat(0, w), 30), repeat(-5, 10)...), 0},
+		{"large lead, same rule, sampled", 2, true, repeat(10, 10), w + 2},
+		{"a point, other rule", 4, false, repeat(1.2, 20), 0},
+		{"a point, other rule, sampled", 4, true, repeat(1.2, 20), w + 8},
+		{"lead lost midway", 1, false, append(append(repeat(1.2, w+5), repeat(-2, 2)...), repeat(1.2, 20)...), w + 5 + 2 + 12},
 	} {
-		if got := evaluations(tc.ch, tc.leads); got != tc.want {
+		if got := evaluations(tc.ch, tc.sampled, tc.leads); got != tc.want {
 			t.Errorf("%s: switched at evaluation %d, want %d (0 = never)", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestAdaptiveRestartsChallengersWhenSampling guards what a large cache's
+// challengers are measured from: after a switch, every miniature cache
+// holds the new configuration's contents (the real cache keeps the
+// contents the old configuration chose, so a lead built on contents it
+// never had is one it cannot collect), each still running its own
+// configuration; exact miniature caches keep their own contents.
+func TestAdaptiveRestartsChallengersWhenSampling(t *testing.T) {
+	for _, sampled := range []bool{false, true} {
+		s := &miniSims{configs: adaptiveConfigs}
+		est := adaptiveFull / 2
+		if sampled {
+			est = 16 * adaptiveFull
+		}
+		s.start(est)
+		if s.sampled != sampled {
+			t.Fatalf("estimate %d: sampled %v, want %v", est, s.sampled, sampled)
+		}
+		r := rand.New(rand.NewPCG(5, 1))
+		n := 4 * s.sims[0].cap
+		ref := func() uint32 { return uint32(mix64(uint64(r.IntN(r.IntN(n)+1))) >> 34) }
+		for i := 0; s.evals <= adaptiveWarmup; i++ {
+			if i > 100*n {
+				t.Fatalf("sampled %v: %d evaluations after %d references", sampled, s.evals, i)
+			}
+			s.observe(ref())
+		}
+		// A challenger far ahead in this period, having led before.
+		ch := (s.cur + 1) % len(s.sims)
+		s.refs = s.period - 1
+		s.sims[ch].hits += 10 * s.period
+		s.sims[ch].streak = adaptiveStreakSampled
+		if got := s.observe(ref()); got != ch {
+			t.Fatalf("sampled %v: switched to %d, want %d", sampled, got, ch)
+		}
+		if err := s.check(); err != nil {
+			t.Fatal(err)
+		}
+		same := 0
+		for i := range s.sims {
+			if i == ch {
+				continue
+			}
+			eq := len(s.sims[i].m) == len(s.sims[ch].m)
+			for fp := range s.sims[ch].m {
+				if _, ok := s.sims[i].m[fp]; !ok {
+					eq = false
+					break
+				}
+			}
+			if eq {
+				same++
+			}
+			if sampled && (!eq || s.sims[i].score != s.sims[ch].score || s.sims[i].hits != s.sims[ch].hits) {
+				t.Errorf("sampled: miniature cache %d not restarted from %d (same keys %v, score %v vs %v)", i, ch, eq, s.sims[i].score, s.sims[ch].score)
+			}
+		}
+		if !sampled && same == len(s.sims)-1 {
+			t.Errorf("exact: every miniature cache holds the new configuration's keys; want their own contents")
 		}
 	}
 }

@@ -24,6 +24,15 @@ func (a *pages[T]) len() int { return a.n }
 // at returns h's element; h must be below len.
 func (a *pages[T]) at(h Handle) *T { return &a.p[h>>pageBits][h&(pageLen-1)] }
 
+// clone returns a copy of a that shares no memory with it.
+func (a *pages[T]) clone() pages[T] {
+	c := pages[T]{n: a.n, p: make([][]T, len(a.p))}
+	for i := range a.p {
+		c.p[i] = append([]T(nil), a.p[i]...)
+	}
+	return c
+}
+
 // grow makes h addressable, zeroing the new elements; it reports whether
 // the length changed.
 func (a *pages[T]) grow(h Handle) bool {
