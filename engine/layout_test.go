@@ -143,3 +143,32 @@ func TestViewKeepsItsBytesWhenTheKeyGetsATTL(t *testing.T) {
 		t.Fatalf("Get = %q, %v", got, ok)
 	}
 }
+
+// storeValue writes every length's bytes exactly, zero-pads the last word,
+// and touches nothing past it; loadValue reads them back.
+func TestStoreValueRoundTripsEveryLength(t *testing.T) {
+	for n := 0; n <= 41; n++ {
+		arena := make([]byte, 64)
+		for i := range arena {
+			arena[i] = 0xff
+		}
+		value := make([]byte, n)
+		for i := range value {
+			value[i] = byte(i + 1)
+		}
+		storeValue(arena, 8, value)
+		if got := loadValue(nil, arena, 8, n); !bytes.Equal(got, value) {
+			t.Fatalf("len %d: got %v, want %v", n, got, value)
+		}
+		for i := 8 + n; i < 8+pad8(n); i++ {
+			if arena[i] != 0 {
+				t.Fatalf("len %d: padding byte %d is %#x, want 0", n, i, arena[i])
+			}
+		}
+		for i, b := range append(arena[:8:8], arena[8+pad8(n):]...) {
+			if b != 0xff {
+				t.Fatalf("len %d: byte %d outside the value changed to %#x", n, i, b)
+			}
+		}
+	}
+}

@@ -245,10 +245,13 @@ func valueAt(off, kw uint32) uint32 { return keyAt(off, kw) + pad8(kw&maxKeyLen)
 // time (loadValue) races with nothing, and its sequence check discards
 // what it read.
 func storeValue(arena []byte, v uint32, value []byte) {
-	var w [8]byte
-	for i := 0; i < len(value); i += 8 {
-		n := copy(w[:], value[i:])
-		clear(w[n:])
+	i := 0
+	for ; i+8 <= len(value); i += 8 {
+		atomic.StoreUint64(hdr64(arena, v+uint32(i)), binary.LittleEndian.Uint64(value[i:]))
+	}
+	if i < len(value) {
+		var w [8]byte
+		copy(w[:], value[i:])
 		atomic.StoreUint64(hdr64(arena, v+uint32(i)), binary.LittleEndian.Uint64(w[:]))
 	}
 }
