@@ -38,7 +38,7 @@ import (
 
 func main() {
 	peers := flag.String("peer", "tide,tide-capped", "comma-separated bench peers")
-	path := flag.String("path", "View", "read path: View (where the cache has one, else AppendGet) or AppendGet")
+	path := flag.String("path", "View", "read path: View (where the cache has one, else AppendGet) or AppendGet; or Set: overwrites of the pre-filled keys instead of reads")
 	keys := flag.Int("keys", 1_000_000, "keys in the key space")
 	ops := flag.Int("ops", 2_000_000, "reads in the measured run")
 	warm := flag.Int("warm", 0, "reads made before the measured ones in both runs (a cache read for a while: tide's calm sampling starts after a pass of reads)")
@@ -76,6 +76,10 @@ func runChild(peer, path string, keys, n int) error {
 	buf := make([]byte, 0, 256)
 	for i := range n {
 		k := d.Keys[d.Trace[i&(bench.TraceLen-1)]]
+		if path == "Set" {
+			c.Set(k, d.Value)
+			continue
+		}
 		if view {
 			viewer.View(k, see)
 		} else {
@@ -84,7 +88,10 @@ func runChild(peer, path string, keys, n int) error {
 		}
 	}
 	used := "AppendGet"
-	if view {
+	switch {
+	case path == "Set":
+		used = "Set"
+	case view:
 		used = "View"
 	}
 	fmt.Println("readcost-path", used, seen)
@@ -108,7 +115,11 @@ func runParent(peers, path string, keys, warm, ops int, ll string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("| cache | read path | instructions / read | D1 misses / read | LL misses / read |\n|---|---|---:|---:|---:|\n")
+	op := "read"
+	if path == "Set" {
+		op = "write"
+	}
+	fmt.Printf("| cache | path | instructions / %[1]s | D1 misses / %[1]s | LL misses / %[1]s |\n|---|---|---:|---:|---:|\n", op)
 	for _, peer := range bench.SplitComma(peers) {
 		if _, err := bench.Lookup(peer); err != nil {
 			return err
