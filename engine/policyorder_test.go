@@ -578,3 +578,51 @@ func TestACalmShardSamplesOverwritesOfEveryKeyOfACycle(t *testing.T) {
 		}
 	}
 }
+
+// A shard that evicts is not calm from its next drain, even if the engine
+// keeps more than an eighth of its cap free: with entries larger than an
+// eighth of the cap, every write of a new key evicts while that much is
+// free, and an eviction that takes out as many bytes as the write adds
+// leaves the shard no larger than before (keys of one length). The victims of such a shard are
+// chosen knowing every read.
+func TestAShardThatEvictsIsNotCalm(t *testing.T) {
+	var pols []*recordingPolicy
+	const max = 100 << 10
+	value := make([]byte, max/5) // an entry holds more than an eighth of max
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: max, Policy: recordingSpec(&pols)})
+	p := pols[0]
+	keys := []string{"a", "b", "c", "d"}
+	for _, k := range keys {
+		if _, err := e.Set(k, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settleCalm(t, e, keys)
+	if got := e.shards[0].sample.Load(); got != calmSample-1 {
+		t.Fatalf("the shard is not calm before it evicts (sample mask %d)", got)
+	}
+	for i := range 3 {
+		if _, err := e.Set(string(rune('e'+i)), value); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Stats().Evicted; got != uint64(i+1) {
+			t.Fatalf("after %d new keys, %d evictions, want %d", i+1, got, i+1)
+		}
+		e.shards[0].drainIfFree()
+		if got := e.shards[0].sample.Load(); got != 0 {
+			t.Fatalf("after eviction %d, with %d of %d bytes used, the shard is calm (sample mask %d)", i+1, e.Stats().Bytes, max, got)
+		}
+		acc0, _ := p.reads()
+		const reads = 10
+		for range reads {
+			if !e.View(string(rune('e'+i)), func([]byte) {}) {
+				t.Fatalf("%c is missing", 'e'+i)
+			}
+		}
+		e.shards[0].drainIfFree()
+		if acc, _ := p.reads(); acc-acc0 != reads {
+			t.Fatalf("after eviction %d: the policy saw %d of %d hits", i+1, acc-acc0, reads)
+		}
+	}
+	mustCheck(t, e)
+}

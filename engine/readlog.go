@@ -34,8 +34,8 @@ import (
 // A policy needs to learn reads only when it may soon choose a victim. A
 // shard is calm while the engine's budget has more than an eighth of its
 // cap free (or there is no cap) and the shard is not filling: since its
-// bytes last grew, it has handed its policy at least as many read hits as
-// it holds entries (a full pass over the shard's keys, as a static cache
+// bytes last grew or it last evicted, it has handed its policy at least as
+// many read hits as it holds entries (a full pass over the shard's keys, as a static cache
 // read for a while has done). A calm shard logs one hit in calmSample:
 // those whose count in its goroutine's stripe of the hit counter calmPick
 // picks, so a calm cache pays a sixteenth of the policy's cost per read.
@@ -54,7 +54,9 @@ import (
 // reader drains a full stripe), reading the budget under the exclusive
 // lock: once writes take the engine within an eighth of its cap or make a
 // shard grow, the shard logs every hit again from its next drain, which
-// comes before any eviction. Misses are sampled the same way (the misses
+// comes before any eviction; a shard that evicts with more free (entries
+// larger than an eighth of the cap) does so from the drain after its
+// first eviction. Misses are sampled the same way (the misses
 // whose count in their stripe of the miss counter calmPick picks), so that
 // the policy sees hits and misses in their true proportion (a hill
 // climber reads the hit rate from them, a sketch compares their counts).
@@ -210,15 +212,20 @@ func (s *shard) drainReadsLocked() {
 // being the read hits the drain that calls it handed to the policy: it
 // sets s.sample to calmSample-1 if the budget has more than an eighth of
 // its cap free (or there is no cap) and the shard has handed its policy
-// at least as many hits as it holds entries since it last grew, else to 0
-// (every hit logged). s.rw must be held exclusively.
+// at least as many hits as it holds entries since it last grew or
+// evicted, else to 0 (every hit logged). s.rw must be held exclusively.
 func (s *shard) sampleLocked(hits int) {
-	if s.bytes > s.calmBytes {
-		s.calmHits = 0 // grown since the last drain: these hits are of a filling shard
+	if s.bytes > s.calmBytes || s.evicted != s.calmEvicted {
+		// Grown since the last drain (these hits are of a filling
+		// shard), or evicted: an eviction with more than an eighth of
+		// the cap free (entries larger than an eighth) shows that
+		// victims are being chosen, and one that takes out what the
+		// write adds leaves the shard no larger.
+		s.calmHits = 0
 	} else if s.calmHits < s.live {
 		s.calmHits += hits
 	}
-	s.calmBytes = s.bytes
+	s.calmBytes, s.calmEvicted = s.bytes, s.evicted
 	var m uint32
 	if s.calmHits >= s.live && (s.b == nil || s.b.used.Load() < s.b.max-s.b.max/8) {
 		m = calmSample - 1
