@@ -626,3 +626,100 @@ func TestAShardThatEvictsIsNotCalm(t *testing.T) {
 	}
 	mustCheck(t, e)
 }
+
+// Readers racing a writer that takes the engine in and out of calm (it
+// fills the engine to within an eighth of its cap, then deletes back)
+// count every hit and miss exactly, never read a value they did not write,
+// and leave the policy consistent with the shards (Check), whichever
+// sample mask each read saw.
+func TestReadersRacingCalmChangesCountExactly(t *testing.T) {
+	const max = 64 << 10
+	e, _ := newTest(t, Config{Shards: 2, MaxBytes: max, Policy: evict.TinyLFU})
+	var keys []string
+	for i := range 64 {
+		k := fmt.Sprintf("k%02d", i)
+		keys = append(keys, k)
+		if _, err := e.Set(k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range e.shards {
+		e.shards[i].drainIfFree()
+	}
+	const readers, each = 3, 4000
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var bad []string
+	var badMu sync.Mutex
+	for r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				k := keys[(i*7+r)%len(keys)]
+				if i%5 == 0 {
+					k = "absent"
+				}
+				v, ok := e.Get(k)
+				if ok != (k != "absent") || ok && string(v) != k {
+					badMu.Lock()
+					bad = append(bad, fmt.Sprintf("%s: %q, %v", k, v, ok))
+					badMu.Unlock()
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	calm := map[uint32]bool{}
+	own := 0 // the writer's own hits
+	finished := func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	for round := 0; round < 3 || !finished(); round++ {
+		for i := 0; e.Stats().Bytes < max-max/16; i++ {
+			if _, err := e.Set(fmt.Sprintf("fill%d", i), make([]byte, 200)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range e.shards {
+			e.shards[i].drainIfFree()
+			calm[e.shards[i].sample.Load()] = true
+		}
+		for i := 0; i < max/200; i++ {
+			e.Delete(fmt.Sprintf("fill%d", i))
+		}
+		// Drain (the shards see they did not grow), then a full pass
+		// of hits, logged, so that the next drain finds them calm.
+		for i := range e.shards {
+			e.shards[i].drainIfFree()
+		}
+		for range 2 {
+			for _, k := range keys {
+				if _, ok := e.Get(k); ok {
+					own++
+				}
+			}
+		}
+		for i := range e.shards {
+			e.shards[i].drainIfFree()
+			calm[e.shards[i].sample.Load()] = true
+		}
+	}
+	if len(bad) != 0 {
+		t.Fatalf("%d bad reads, first %s", len(bad), bad[0])
+	}
+	st := e.Stats()
+	wantM := uint64(readers * each / 5)
+	if wantH := readers*each - wantM + uint64(own); st.Hits != wantH || st.Misses != wantM {
+		t.Fatalf("hits, misses = %d, %d, want %d, %d", st.Hits, st.Misses, wantH, wantM)
+	}
+	if !calm[0] || !calm[calmSample-1] {
+		t.Fatalf("the shards' sample masks seen were %v, want both 0 and %d", calm, calmSample-1)
+	}
+	mustCheck(t, e)
+}
