@@ -52,7 +52,9 @@ type Policy interface {
 	// existing entry that became evictable). A write counts as an access.
 	Add(h Handle, e Entry)
 	// Update records a write to an evictable entry (its size or deadline may
-	// have changed). A write counts as an access.
+	// have changed). A write counts as an access. Every write that changes
+	// the size or deadline is reported; of the others, a calm shard reports
+	// one in 16 (see the package doc).
 	Update(h Handle, e Entry)
 	// Remove forgets h, whatever the cause (deleted, expired, evicted,
 	// replaced by an unevictable entry). After Remove, h may be reused.
