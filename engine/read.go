@@ -388,7 +388,7 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 func (e *Engine) readMiss(s *shard, h uint64) {
 	r := goroutineStripe()
 	n := e.reads.miss(r)
-	if s.rlog != nil && n&uint64(s.sample.Load()) == 0 {
+	if s.rlog != nil && calmPick(n, s.sample.Load()) {
 		s.logMiss(h, r>>8)
 	}
 }

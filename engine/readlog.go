@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -33,33 +34,43 @@ import (
 // A policy needs to learn reads only when it may soon choose a victim. A
 // shard is calm while the engine's budget has more than an eighth of its
 // cap free (or there is no cap) and the shard is not filling: since its
-// bytes last grew, it has handed its policy at least as many read hits as
-// it holds entries (a full pass over the shard's keys, as a static cache
-// read for a while has done). A calm shard logs one hit in calmSample:
-// the one that takes its goroutine's stripe of the hit counter to a
-// multiple of calmSample (every calmSample-th hit of a goroutine, whatever
-// the shard), so a calm cache pays a sixteenth of the policy's cost per
-// read. A hot key still reaches the policy about once per calmSample
-// reads, in proportion to its reads, so its recency and frequency stay
-// approximately right; what a calm shard loses is most reads of keys read
-// rarely, while no eviction needs them. A filling cache is never calm:
-// what its policy learns while it fills chooses its first victims (calm
-// after four drains without growth instead of a full pass, glimpse lost
-// 6.6 points of hit ratio at 1,750 entries through the engine: its loops
-// hit for a while, then grow). The shard decides at every drain (at least
-// every drainEvery-th write lock, before every eviction, and whenever a
-// reader drains a full stripe), reading the budget under the exclusive
-// lock: once writes take the engine within an eighth of its cap or make a
-// shard grow, the shard logs every hit again from its next drain, which
-// comes before any eviction. Misses are sampled the same way (every miss
-// that takes its stripe's miss count to a multiple of calmSample), so that
-// the policy sees hits and misses in their true proportion (a hill
-// climber reads the hit rate from them, a sketch compares their counts).
+// bytes last grew or it last evicted, it has handed its policy at least
+// as many read hits as it holds entries (a full pass over the shard's
+// keys, as a static cache read for a while has done). A calm shard logs
+// one hit in calmSample: those whose count in its goroutine's stripe of
+// the hit counter calmPick picks, so a calm cache pays a sixteenth of the
+// policy's cost per read. calmPick hashes the count rather than taking its
+// multiples of calmSample, which would follow the period of a goroutine's
+// reads: a loop over 16 keys would log the same key every time, and the
+// policy would never learn the other 15, however hot. A hot key reaches
+// the policy about once per calmSample reads, in proportion to its reads,
+// so its recency and frequency stay approximately right; what a calm
+// shard loses is most reads of keys read rarely, while no eviction needs
+// them. Rarely means against calmSample, not against other keys: a key
+// read R times while the shard is calm reaches the policy not at all with
+// probability about (15/16)^R (28% at R = 20, 8% at 40), and then looks
+// unread since the shard became calm to the victims chosen after it. A filling cache is never calm: what its policy learns while it
+// fills chooses its first victims (calm after four drains without growth
+// instead of a full pass, glimpse lost 6.6 points of hit ratio at 1,750
+// entries through the engine: its loops hit for a while, then grow). The
+// shard decides at every drain (at least every drainEvery-th write lock,
+// before every eviction, and whenever a reader drains a full stripe),
+// reading the budget under the exclusive lock: once writes take the
+// engine within an eighth of its cap or make a shard grow, the shard logs
+// every hit again from its next drain, which comes before any eviction. A
+// shard that evicts with more than an eighth free (its entries are larger
+// than an eighth of the cap) chooses its first victim from sampled reads
+// and logs every hit from the drain after that eviction. Misses are
+// sampled the same way (the misses whose count in their stripe of the
+// miss counter calmPick picks), so that the policy sees hits and misses
+// in their true proportion (a hill climber reads the hit rate from them,
+// a sketch compares their counts).
 
 const (
-	calmSample  = 16 // a calm shard logs one hit in calmSample; a power of two
-	logStripes  = 4  // per shard and kind; a power of two
-	accessSlots = 14 // per stripe: 8 bytes of indexes + 56 bytes of slots = one cache line
+	calmShift   = 4
+	calmSample  = 1 << calmShift // a calm shard logs one hit in calmSample
+	logStripes  = 4              // per shard and kind; a power of two
+	accessSlots = 14             // per stripe: 8 bytes of indexes + 56 bytes of slots = one cache line
 	missSlots   = 7
 )
 
@@ -120,11 +131,22 @@ func (l *readLog) pushMiss(h uint64, r uint32) logPush {
 	return logPushed
 }
 
+// calmPick reports whether the event with count n is handed to the policy
+// under the sample mask m (shard.sample): always if m is 0, else for one
+// count in calmSample. It picks by a multiplicative hash of n (its top
+// calmShift bits, rotated down), not by n's multiples of calmSample, so
+// that events repeating with a period (a goroutine reading a fixed cycle
+// of keys, writes alternating between keys) are each picked about once in
+// calmSample, whatever the period.
+func calmPick(n uint64, m uint32) bool {
+	return bits.RotateLeft64(n*0x9e3779b97f4a7c15, calmShift)&uint64(m) == 0
+}
+
 // logHit logs a read hit on slot for the policy, sampled while the shard
 // is calm: r is the reader's goroutineStripe, n the count its hit took its
 // stripe of the hit counter to. The caller holds no lock of s.
 func (s *shard) logHit(slot uint32, r uint32, n uint64) {
-	if n&uint64(s.sample.Load()) == 0 {
+	if calmPick(n, s.sample.Load()) {
 		s.logAccess(slot, r>>8)
 	}
 }
@@ -195,15 +217,20 @@ func (s *shard) drainReadsLocked() {
 // being the read hits the drain that calls it handed to the policy: it
 // sets s.sample to calmSample-1 if the budget has more than an eighth of
 // its cap free (or there is no cap) and the shard has handed its policy
-// at least as many hits as it holds entries since it last grew, else to 0
-// (every hit logged). s.rw must be held exclusively.
+// at least as many hits as it holds entries since it last grew or
+// evicted, else to 0 (every hit logged). s.rw must be held exclusively.
 func (s *shard) sampleLocked(hits int) {
-	if s.bytes > s.calmBytes {
-		s.calmHits = 0 // grown since the last drain: these hits are of a filling shard
+	if s.bytes > s.calmBytes || s.evicted != s.calmEvicted {
+		// Grown since the last drain (these hits are of a filling
+		// shard), or evicted: an eviction with more than an eighth of
+		// the cap free (entries larger than an eighth) shows that
+		// victims are being chosen, and one that takes out what the
+		// write adds leaves the shard no larger.
+		s.calmHits = 0
 	} else if s.calmHits < s.live {
 		s.calmHits += hits
 	}
-	s.calmBytes = s.bytes
+	s.calmBytes, s.calmEvicted = s.bytes, s.evicted
 	var m uint32
 	if s.calmHits >= s.live && (s.b == nil || s.b.used.Load() < s.b.max-s.b.max/8) {
 		m = calmSample - 1

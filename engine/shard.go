@@ -78,11 +78,12 @@ type shard struct {
 
 	locks uint64 // exclusive locks taken (see lockedLocked)
 
-	// calmBytes is bytes at the last drain, calmHits the read hits
-	// drained since the shard last grew, counted up to live (see
-	// sampleLocked).
-	calmBytes int64
-	calmHits  int
+	// calmBytes and calmEvicted are bytes and evicted at the last
+	// drain, calmHits the read hits drained since the shard last grew or
+	// evicted, counted up to live (see sampleLocked).
+	calmBytes   int64
+	calmEvicted uint64
+	calmHits    int
 
 	// deferUpdate lets the next syncPolicyLocked of a written entry that
 	// stays tracked leave its policy Update in pending, for Unlock to make

@@ -217,8 +217,9 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 		s.addBytesLocked(en.size() - oldSize)
 		// An overwrite that keeps the entry's size and deadline is only
 		// an access for the policy: a calm shard hands it one exclusive
-		// lock in calmSample, as it samples read hits (see readlog.go).
-		accessed := en.size() != oldSize || en.deadline() != oldDeadline || s.locks&uint64(s.sample.Load()) == 0
+		// lock in calmSample (calmPick of the lock count), as it samples
+		// read hits (see readlog.go).
+		accessed := en.size() != oldSize || en.deadline() != oldDeadline || calmPick(s.locks, s.sample.Load())
 		s.syncPolicyLocked(en, h, oldSize, accessed)
 		return en.version()
 	}

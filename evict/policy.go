@@ -21,12 +21,13 @@
 // arrive after the Add of the same key), and a few events are lost when
 // many readers contend for the same shard. While a shard has room to spare
 // and is not filling (calm: more than an eighth of the cap free, and since
-// the shard last grew as many hits as it holds entries), the engine hands
-// its policy one read hit in 16, one miss in 16, and, as an Update, one in
-// 16 of the overwrites that change neither the entry's size nor its
-// deadline; no eviction is near, and a hot key still reaches the policy in
-// proportion to its reads. A logged Access may name a
-// handle removed since (a policy ignores an Access to a handle it does not
+// the shard last grew or evicted as many hits as it holds entries), the
+// engine hands its policy one read hit in 16, one miss in 16, and, as an
+// Update, one in 16 of the overwrites that change neither the entry's size
+// nor its deadline; no eviction is near, and a hot key still reaches the
+// policy in proportion to its reads (the events are picked by a hash of a
+// count, so a periodic pattern of reads loses no key). A logged Access may
+// name a handle removed since (a policy ignores an Access to a handle it does not
 // track) or removed and reused (it then counts for the new entry).
 package evict
 
@@ -51,7 +52,9 @@ type Policy interface {
 	// existing entry that became evictable). A write counts as an access.
 	Add(h Handle, e Entry)
 	// Update records a write to an evictable entry (its size or deadline may
-	// have changed). A write counts as an access.
+	// have changed). A write counts as an access. Every write that changes
+	// the size or deadline is reported; of the others, a calm shard reports
+	// one in 16 (see the package doc).
 	Update(h Handle, e Entry)
 	// Remove forgets h, whatever the cause (deleted, expired, evicted,
 	// replaced by an unevictable entry). After Remove, h may be reused.
