@@ -34,37 +34,38 @@ import (
 // A policy needs to learn reads only when it may soon choose a victim. A
 // shard is calm while the engine's budget has more than an eighth of its
 // cap free (or there is no cap) and the shard is not filling: since its
-// bytes last grew or it last evicted, it has handed its policy at least
-// as many read hits as it holds entries (a full pass over the shard's
-// keys, as a static cache read for a while has done). A calm shard logs
-// one hit in calmSample: those whose count in its goroutine's stripe of
-// the hit counter calmPick picks, so a calm cache pays a sixteenth of the
-// policy's cost per read. calmPick hashes the count rather than taking its
+// bytes last grew or it last evicted, it has handed its policy at least as
+// many read hits as it holds entries (a full pass over the shard's keys,
+// as a static cache read for a while has done). A calm shard logs one hit
+// in calmSample: those whose count in its goroutine's stripe of the hit
+// counter calmPick picks, so a calm cache pays a sixteenth of the policy's
+// cost per read. calmPick hashes the count rather than taking its
 // multiples of calmSample, which would follow the period of a goroutine's
 // reads: a loop over 16 keys would log the same key every time, and the
 // policy would never learn the other 15, however hot. A hot key reaches
 // the policy about once per calmSample reads, in proportion to its reads,
-// so its recency and frequency stay approximately right; what a calm
-// shard loses is most reads of keys read rarely, while no eviction needs
-// them. Rarely means against calmSample, not against other keys: a key
-// read R times while the shard is calm reaches the policy not at all with
+// so its recency and frequency stay approximately right; what a calm shard
+// loses is most reads of keys read rarely, while no eviction needs them.
+// Rarely means against calmSample, not against other keys: a key read R
+// times while the shard is calm reaches the policy not at all with
 // probability about (15/16)^R (28% at R = 20, 8% at 40), and then looks
-// unread since the shard became calm to the victims chosen after it. A filling cache is never calm: what its policy learns while it
-// fills chooses its first victims (calm after four drains without growth
-// instead of a full pass, glimpse lost 6.6 points of hit ratio at 1,750
-// entries through the engine: its loops hit for a while, then grow). The
-// shard decides at every drain (at least every drainEvery-th write lock,
-// before every eviction, and whenever a reader drains a full stripe),
-// reading the budget under the exclusive lock: once writes take the
-// engine within an eighth of its cap or make a shard grow, the shard logs
-// every hit again from its next drain, which comes before any eviction. A
-// shard that evicts with more than an eighth free (its entries are larger
-// than an eighth of the cap) chooses its first victim from sampled reads
-// and logs every hit from the drain after that eviction. Misses are
-// sampled the same way (the misses whose count in their stripe of the
-// miss counter calmPick picks), so that the policy sees hits and misses
-// in their true proportion (a hill climber reads the hit rate from them,
-// a sketch compares their counts).
+// unread since the shard became calm to the victims chosen after it. A
+// filling cache is never calm: what its policy learns while it fills
+// chooses its first victims (calm after four drains without growth instead
+// of a full pass, glimpse lost 6.6 points of hit ratio at 1,750 entries
+// through the engine: its loops hit for a while, then grow). The shard
+// decides at every drain (at least every drainEvery-th write lock, before
+// every eviction, and whenever a reader drains a full stripe), reading the
+// budget under the exclusive lock: once writes take the engine within an
+// eighth of its cap or make a shard grow, the shard logs every hit again
+// from its next drain, which comes before any eviction. A shard that
+// evicts with more than an eighth free (its entries are larger than an
+// eighth of the cap) chooses its first victim from sampled reads and logs
+// every hit from the drain after that eviction. Misses are sampled the
+// same way (the misses whose count in their stripe of the miss counter
+// calmPick picks), so that the policy sees hits and misses in their true
+// proportion (a hill climber reads the hit rate from them, a sketch
+// compares their counts).
 
 const (
 	calmShift   = 4
