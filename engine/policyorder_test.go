@@ -164,6 +164,35 @@ func TestEveryWriteReachesThePolicyBeforeItReturns(t *testing.T) {
 // A calm engine hands the policy the overwrites that keep an entry's size
 // and deadline of one exclusive lock in calmSample, and every write that
 // adds, resizes, retimes or removes an entry.
+// A shard that is only overwritten (sizes and deadlines kept) is not
+// filling: a pass of overwrites makes it calm, as a pass of reads does,
+// and a write that grows it ends the calm at the next drain.
+func TestAShardOnlyOverwrittenBecomesCalm(t *testing.T) {
+	var pols []*recordingPolicy
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: recordingSpec(&pols)})
+	s := &e.shards[0]
+	const n = 100
+	for i := range n {
+		e.Set(fmt.Sprintf("k%d", i), []byte("v1"))
+	}
+	s.drainIfFree() // sees the growth
+	if got := s.sample.Load(); got != 0 {
+		t.Fatalf("after the fill: sample mask %d, want 0 (filling)", got)
+	}
+	for i := range n {
+		e.Set(fmt.Sprintf("k%d", i), []byte("v2"))
+	}
+	s.drainIfFree()
+	if got := s.sample.Load(); got != calmSample-1 {
+		t.Fatalf("after a pass of overwrites: sample mask %d, want %d (calm)", got, calmSample-1)
+	}
+	e.Set("new", []byte("v"))
+	s.drainIfFree()
+	if got := s.sample.Load(); got != 0 {
+		t.Fatalf("after a write that grew the shard: sample mask %d, want 0", got)
+	}
+}
+
 func TestACalmEngineSamplesSameSizeOverwrites(t *testing.T) {
 	var pols []*recordingPolicy
 	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: recordingSpec(&pols)})

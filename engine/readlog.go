@@ -34,9 +34,10 @@ import (
 // A policy needs to learn reads only when it may soon choose a victim. A
 // shard is calm while the engine's budget has more than an eighth of its
 // cap free (or there is no cap) and the shard is not filling: since its
-// bytes last grew or it last evicted, it has handed its policy at least as
-// many read hits as it holds entries (a full pass over the shard's keys,
-// as a static cache read for a while has done). A calm shard logs one hit
+// bytes last grew or it last evicted, it has made at least as many read
+// hits and overwrites that keep an entry's size and deadline as it holds
+// entries (a full pass over the shard's keys, as a static cache read or
+// overwritten for a while has done). A calm shard logs one hit
 // in calmSample: those whose count in its goroutine's stripe of the hit
 // counter calmPick picks, so a calm cache pays a sixteenth of the policy's
 // cost per read. calmPick hashes the count rather than taking its
@@ -217,9 +218,11 @@ func (s *shard) drainReadsLocked() {
 // sampleLocked decides whether s is calm (see the top of this file), hits
 // being the read hits the drain that calls it handed to the policy: it
 // sets s.sample to calmSample-1 if the budget has more than an eighth of
-// its cap free (or there is no cap) and the shard has handed its policy
-// at least as many hits as it holds entries since it last grew or
-// evicted, else to 0 (every hit logged). s.rw must be held exclusively.
+// its cap free (or there is no cap) and, since the shard last grew or
+// evicted, its read hits drained and its overwrites that kept size and
+// deadline (applyWriteLocked counts those) are at least as many as the
+// entries it holds; else to 0 (every hit logged). s.rw must be held
+// exclusively.
 func (s *shard) sampleLocked(hits int) {
 	if s.bytes > s.calmBytes || s.evicted != s.calmEvicted {
 		// Grown since the last drain (these hits are of a filling

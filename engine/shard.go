@@ -79,8 +79,9 @@ type shard struct {
 	locks uint64 // exclusive locks taken (see lockedLocked)
 
 	// calmBytes and calmEvicted are bytes and evicted at the last
-	// drain, calmHits the read hits drained since the shard last grew or
-	// evicted, counted up to live (see sampleLocked).
+	// drain, calmHits the read hits drained and the overwrites that kept
+	// size and deadline since the shard last grew or evicted, counted up
+	// to live (see sampleLocked).
 	calmBytes   int64
 	calmEvicted uint64
 	calmHits    int

@@ -219,7 +219,13 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 		// an access for the policy: a calm shard hands it one exclusive
 		// lock in calmSample (calmPick of the lock count), as it samples
 		// read hits (see readlog.go).
-		accessed := en.size() != oldSize || en.deadline() != oldDeadline || calmPick(s.locks, s.sample.Load())
+		// Such an overwrite counts toward the shard's calm as a read
+		// hit does: a cache that is only overwritten is not filling.
+		same := en.size() == oldSize && en.deadline() == oldDeadline
+		if same && s.calmHits < s.live {
+			s.calmHits++
+		}
+		accessed := !same || calmPick(s.locks, s.sample.Load())
 		s.syncPolicyLocked(en, h, oldSize, accessed)
 		return en.version()
 	}
