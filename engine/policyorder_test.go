@@ -137,10 +137,7 @@ func TestEveryWriteReachesThePolicyBeforeItReturns(t *testing.T) {
 	base := crowdWithPinned(t, e, max)
 	call := func(op string, slot int) string { return fmt.Sprintf("%s %d", op, base+slot) }
 	p := pols[0]
-	steps := []struct {
-		op   func()
-		want string
-	}{
+	steps := []policyStep{
 		{func() { e.Set("a", []byte("1")) }, call("add", 0)},
 		{func() { e.Set("b", []byte("1")) }, call("add", 1)},
 		{func() { e.Set("a", []byte("2")) }, call("update", 0)},              // in place
@@ -151,19 +148,29 @@ func TestEveryWriteReachesThePolicyBeforeItReturns(t *testing.T) {
 		{func() { e.Set("b", []byte("3")) }, call("update", 1)},
 		{func() { e.Delete("b") }, call("remove", 1)},
 	}
+	runPolicySteps(t, p, "", steps)
+	mustCheck(t, e)
+}
+
+// policyStep is an operation and the policy call it must make last.
+type policyStep struct {
+	op   func()
+	want string
+}
+
+// runPolicySteps runs steps in order and requires each to make at least
+// one policy call, the last being its want.
+func runPolicySteps(t *testing.T, p *recordingPolicy, label string, steps []policyStep) {
+	t.Helper()
 	for i, st := range steps {
 		n := p.made()
 		st.op()
 		if got := p.last(); p.made() == n || got != st.want {
-			t.Fatalf("step %d: the policy's last call is %q (%d new calls), want a new %q", i, got, p.made()-n, st.want)
+			t.Fatalf("%sstep %d: the policy's last call is %q (%d new calls), want a new %q", label, i, got, p.made()-n, st.want)
 		}
 	}
-	mustCheck(t, e)
 }
 
-// A calm engine hands the policy the overwrites that keep an entry's size
-// and deadline of one exclusive lock in calmSample, and every write that
-// adds, resizes, retimes or removes an entry.
 // A shard that is only overwritten (sizes and deadlines kept) is not
 // filling: a pass of overwrites makes it calm, as a pass of reads does,
 // and a write that grows it ends the calm at the next drain.
@@ -193,6 +200,9 @@ func TestAShardOnlyOverwrittenBecomesCalm(t *testing.T) {
 	}
 }
 
+// A calm engine hands the policy the overwrites that keep an entry's size
+// and deadline of one exclusive lock in calmSample, and every write that
+// adds, resizes, retimes or removes an entry.
 func TestACalmEngineSamplesSameSizeOverwrites(t *testing.T) {
 	var pols []*recordingPolicy
 	e, _ := newTest(t, Config{Shards: 1, MaxBytes: 1 << 20, Policy: recordingSpec(&pols)})
@@ -218,22 +228,13 @@ func TestACalmEngineSamplesSameSizeOverwrites(t *testing.T) {
 	if got, want := updates()-u0, writes/calmSample; got < want-2 || got > want+2 {
 		t.Fatalf("calm: %d same-size overwrites made %d policy updates, want %d±2", writes, got, want)
 	}
-	for i, st := range []struct {
-		op   func()
-		want string
-	}{
+	runPolicySteps(t, p, "calm, ", []policyStep{
 		{func() { e.Set("a", []byte("a longer value")) }, "update 0"},
 		{func() { e.SetTTL("a", []byte("a longer value"), time.Hour) }, "update 0"}, // a deadline
 		{func() { e.SetTTL("a", []byte("a longer value"), 2*time.Hour) }, "update 0"},
 		{func() { e.Set("b", []byte("1")) }, "add 1"},
 		{func() { e.Delete("a") }, "remove 0"},
-	} {
-		n := p.made()
-		st.op()
-		if got := p.last(); p.made() == n || got != st.want {
-			t.Fatalf("calm, step %d: the policy's last call is %q (%d new calls), want a new %q", i, got, p.made()-n, st.want)
-		}
-	}
+	})
 	mustCheck(t, e)
 }
 
