@@ -24,13 +24,17 @@ func (a *pages[T]) len() int { return a.n }
 // at returns h's element; h must be below len.
 func (a *pages[T]) at(h Handle) *T { return &a.p[h>>pageBits][h&(pageLen-1)] }
 
-// clone returns a copy of a that shares no memory with it.
-func (a *pages[T]) clone() pages[T] {
-	c := pages[T]{n: a.n, p: make([][]T, len(a.p))}
-	for i := range a.p {
-		c.p[i] = append([]T(nil), a.p[i]...)
+// copyFrom makes a a copy of src that shares no memory with it, reusing
+// a's pages where they have room.
+func (a *pages[T]) copyFrom(src *pages[T]) {
+	if cap(a.p) < len(src.p) {
+		a.p = append(a.p[:cap(a.p)], make([][]T, len(src.p)-cap(a.p))...)
 	}
-	return c
+	a.p = a.p[:len(src.p)]
+	for i := range src.p {
+		a.p[i] = append(a.p[i][:0], src.p[i]...)
+	}
+	a.n = src.n
 }
 
 // grow makes h addressable, zeroing the new elements; it reports whether
