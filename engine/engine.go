@@ -77,7 +77,12 @@
 // B-tree index, a bounded batch at a time (active expiry; see package
 // expiry). Eviction is different: under Config.MaxBytes, a write that needs
 // room first reclaims due entries, then evicts live ones chosen by
-// Config.Policy. Every removal has exactly one Cause.
+// Config.Policy. Every removal has exactly one Cause. A policy learns of
+// every write and read, except in a calm shard: one with room to spare
+// (more than an eighth of MaxBytes free) that is not filling, whose policy
+// sees one read in 16 and one in 16 of the overwrites that keep an entry's
+// size and deadline, so that a cache with room pays a sixteenth of the
+// policy's cost per read (see readlog.go; Stats.CalmShards counts them).
 //
 // # Concurrency
 //
@@ -374,6 +379,9 @@ func (e *Engine) Stats() Stats {
 		st.Due += s.dueLocked(now)
 		st.Bytes += s.bytes
 		st.ArenaBytes += int64(cap(s.arena))
+		if s.sample.Load() != 0 {
+			st.CalmShards++
+		}
 		s.mu.RUnlock()
 	}
 	st.Hits, st.Misses = e.reads.sum()

@@ -193,10 +193,16 @@ func TestAShardOnlyOverwrittenBecomesCalm(t *testing.T) {
 	if got := s.sample.Load(); got != calmSample-1 {
 		t.Fatalf("after a pass of overwrites: sample mask %d, want %d (calm)", got, calmSample-1)
 	}
+	if got := e.Stats().CalmShards; got != 1 {
+		t.Fatalf("Stats().CalmShards = %d, want 1", got)
+	}
 	e.Set("new", []byte("v"))
 	s.drainIfFree()
 	if got := s.sample.Load(); got != 0 {
 		t.Fatalf("after a write that grew the shard: sample mask %d, want 0", got)
+	}
+	if got := e.Stats().CalmShards; got != 0 {
+		t.Fatalf("after growth: Stats().CalmShards = %d, want 0", got)
 	}
 }
 

@@ -155,6 +155,10 @@ type Stats struct {
 	MaxBytes     int64
 	ArenaBytes   int64 // bytes held by the shards' key/value arenas
 	Shards       int
+	// CalmShards counts the shards whose policy sees one read in 16: with
+	// room to spare under MaxBytes and not filling (see "Expiry and
+	// eviction" in the package doc); as of each shard's last drain.
+	CalmShards int
 	// ListenerPanics counts OnRemove panics recovered in the expiry
 	// goroutine (a panic on a caller's goroutine reaches the caller).
 	ListenerPanics uint64

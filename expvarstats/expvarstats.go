@@ -77,6 +77,7 @@ type snapshot struct {
 	MaxBytes       int64  `json:"max_bytes"`
 	ArenaBytes     int64  `json:"arena_bytes"`
 	Shards         int    `json:"shards"`
+	CalmShards     int    `json:"calm_shards"`
 	ListenerPanics uint64 `json:"listener_panics"`
 }
 
@@ -85,7 +86,7 @@ func snapshotOf(s engine.Stats) snapshot {
 		Hits: s.Hits, Misses: s.Misses, Writes: s.Writes,
 		Expired: s.Expired, Evicted: s.Evicted, Deleted: s.Deleted, Replaced: s.Replaced,
 		Entries: s.Entries, Due: s.Due, Bytes: s.Bytes, MaxBytes: s.MaxBytes,
-		ArenaBytes: s.ArenaBytes, Shards: s.Shards, ListenerPanics: s.ListenerPanics,
+		ArenaBytes: s.ArenaBytes, Shards: s.Shards, CalmShards: s.CalmShards, ListenerPanics: s.ListenerPanics,
 	}
 }
 

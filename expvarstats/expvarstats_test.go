@@ -88,7 +88,7 @@ func TestVarReportsStats(t *testing.T) {
 	want := map[string]int64{
 		"hits": 2, "misses": 2, "writes": 5, "expired": 1, "evicted": 0, "deleted": 1, "replaced": 1,
 		"entries": 2, "due": 1, "bytes": st.Bytes, "max_bytes": 0, "arena_bytes": st.ArenaBytes,
-		"shards": 1, "listener_panics": 0,
+		"shards": 1, "calm_shards": int64(st.CalmShards), "listener_panics": 0,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("published\n%v\nwant\n%v", got, want)

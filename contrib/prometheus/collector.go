@@ -25,6 +25,7 @@
 //	tide_max_bytes                  gauge    the memory cap (0: none)
 //	tide_arena_bytes                gauge    bytes held by the shards' arenas
 //	tide_shards                     gauge    number of shards
+//	tide_calm_shards                gauge    shards whose policy sees one read in 16
 //
 // # Adapter metrics
 //
@@ -88,7 +89,7 @@ type Collector struct {
 
 	hits, misses, writes, removals, panics *prometheus.Desc
 	entries, due, bytes, maxBytes, arena   *prometheus.Desc
-	shards                                 *prometheus.Desc
+	shards, calm                           *prometheus.Desc
 }
 
 type adapter struct {
@@ -132,6 +133,7 @@ func New(cfg Config) (*Collector, error) {
 		c.maxBytes = desc("max_bytes", "The memory cap in accounted bytes (0: no cap).")
 		c.arena = desc("arena_bytes", "Bytes held by the shards' key/value arenas.")
 		c.shards = desc("shards", "Number of shards.")
+		c.calm = desc("calm_shards", "Shards whose eviction policy sees one read in 16 (room to spare under the cap, not filling).")
 	}
 	for name, src := range cfg.Adapters {
 		if !nameFragment.MatchString(name) {
@@ -148,7 +150,7 @@ func New(cfg Config) (*Collector, error) {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	if c.e != nil {
-		for _, d := range []*prometheus.Desc{c.hits, c.misses, c.writes, c.removals, c.panics, c.entries, c.due, c.bytes, c.maxBytes, c.arena, c.shards} {
+		for _, d := range []*prometheus.Desc{c.hits, c.misses, c.writes, c.removals, c.panics, c.entries, c.due, c.bytes, c.maxBytes, c.arena, c.shards, c.calm} {
 			ch <- d
 		}
 	}
@@ -181,6 +183,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.maxBytes, st.MaxBytes)
 		gauge(c.arena, st.ArenaBytes)
 		gauge(c.shards, int64(st.Shards))
+		gauge(c.calm, int64(st.CalmShards))
 	}
 	for _, a := range c.adapters {
 		for event, n := range a.src.Events() {

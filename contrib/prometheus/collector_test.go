@@ -125,7 +125,10 @@ tide_arena_bytes{engine="test"} %d
 # HELP tide_shards Number of shards.
 # TYPE tide_shards gauge
 tide_shards{engine="test"} 1
-`, 3*(engine.EntryOverhead+3), room, st.ArenaBytes)
+# HELP tide_calm_shards Shards whose eviction policy sees one read in 16 (room to spare under the cap, not filling).
+# TYPE tide_calm_shards gauge
+tide_calm_shards{engine="test"} %d
+`, 3*(engine.EntryOverhead+3), room, st.ArenaBytes, st.CalmShards)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
