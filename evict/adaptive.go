@@ -34,7 +34,9 @@ import (
 //     gained up to 0.65 points on the Zipf and otter's Zipf rows, up to
 //     0.5 on Scarab (−0.15 at 50k entries) and 0.3 to 1.9 on P3 at 100k,
 //     200k and 400k, and lost 0.15 on P3 at 25k, 0.4 at 50k and 2 at
-//     300k (P3's phases make its choices noisy); as the
+//     300k (P3's phases make its choices noisy; those figures predate
+//     the sampled switching rules below, with which P3 at 50k and 300k
+//     are above otter and within 0.5 of s3fifo); as the
 //     start of a small one it lost points on the loop and small LIRS
 //     traces. So a cache larger than adaptiveFull entries starts with it
 //     and a smaller one (whose miniature caches are exact and switch
