@@ -123,9 +123,10 @@ import (
 // a key without TTL (it reads the shard's sequence count twice and writes
 // its goroutine's stripe of the hit counters and, with a policy, of the
 // shard's read log: every hit, or one in 16 while the shard is calm, with
-// room to spare and not filling, see readlog.go; a read that finds a writer at work waits for it and
-// tries again, up to 4 times) and under the shard lock shared otherwise, reading the
-// clock only if the key has a TTL: O(1), no allocation with AppendGet or
+// room to spare and not filling, see readlog.go; a read that finds a
+// writer at work waits for it and tries again, up to 4 times) and under
+// the shard lock shared otherwise, reading the clock only if the key has
+// a TTL: O(1), no allocation with AppendGet or
 // View. A read makes two dependent memory accesses on a hit: table word,
 // record (the table word names the record's offset).
 // A write takes the shard lock exclusively (every 8th time, and before

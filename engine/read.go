@@ -43,7 +43,7 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	dst = append(dst, en.value()...)
 	tracked := en.flags()&flagTracked != 0
 	s.mu.RUnlock()
-	e.lockedHit(s, en.slot, tracked)
+	e.readHit(s, en.slot, tracked)
 	return dst, true
 }
 
@@ -100,7 +100,7 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 	v := en.value()
 	tracked := en.flags()&flagTracked != 0
 	s.mu.RUnlock()
-	e.lockedHit(s, en.slot, tracked)
+	e.readHit(s, en.slot, tracked)
 	fn(v)
 	return true
 }
@@ -136,7 +136,7 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 	it := itemOf(en, now)
 	tracked := en.flags()&flagTracked != 0
 	s.mu.RUnlock()
-	e.lockedHit(s, en.slot, tracked)
+	e.readHit(s, en.slot, tracked)
 	return it, true
 }
 
@@ -343,14 +343,9 @@ func (pk *peeked) markViewed() bool {
 	return atomic.CompareAndSwapUint32(hdr32(pk.arena, pk.off+hdrKlen), pk.kw, pk.kw|flagViewed<<24)
 }
 
-// peekHit counts a validated hit and logs it for the policy (see
-// shard.logHit: sampled while the shard is calm).
+// peekHit counts a validated hit and logs it for the policy.
 func (e *Engine) peekHit(s *shard, pk peeked) {
-	r := goroutineStripe()
-	n := e.reads.hit(r)
-	if pk.kw>>24&flagTracked != 0 && s.rlog != nil {
-		s.logHit(pk.slot, r, n)
-	}
+	e.readHit(s, pk.slot, pk.kw>>24&flagTracked != 0)
 }
 
 // rlockLive takes s.mu shared and finds key's live entry: the read path
@@ -393,9 +388,10 @@ func (e *Engine) readMiss(s *shard, h uint64) {
 	}
 }
 
-// lockedHit counts a hit found under the shared lock, which the caller
-// has released, and logs it for the policy if the entry was tracked.
-func (e *Engine) lockedHit(s *shard, slot uint32, tracked bool) {
+// readHit counts a hit on the entry at slot and, if the entry was
+// tracked, logs it for the policy (sampled while the shard is calm, see
+// shard.logHit). The caller holds no lock of s.
+func (e *Engine) readHit(s *shard, slot uint32, tracked bool) {
 	r := goroutineStripe()
 	n := e.reads.hit(r)
 	if tracked && s.rlog != nil {

@@ -197,11 +197,11 @@ func (s *shard) drainReadsLocked() {
 	hits := 0
 	for i := range l.access {
 		st := &l.access[i]
-		t := st.tail.Load()
-		for j := st.head.Load(); j != t; j++ {
+		h, t := st.head.Load(), st.tail.Load()
+		for j := h; j != t; j++ {
 			s.pol.Access(evict.Handle(st.slots[j%accessSlots].Load()))
 		}
-		hits += int(t - st.head.Load())
+		hits += int(t - h)
 		st.head.Store(t)
 	}
 	for i := range l.miss {

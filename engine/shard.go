@@ -26,9 +26,9 @@ type shard struct {
 	mu   shardMu
 	pub  atomic.Pointer[storeView] // the arrays peek reads; set by publishLocked
 	rlog *readLog                  // reads peek reports to pol; nil without a policy
-	// sample is the mask of the hit counts whose hits are logged for the
-	// policy: 0 (every hit) or calmSample-1 while the shard is calm (see
-	// readlog.go). Written under the exclusive lock, read by readers.
+	// sample is calmPick's mask: 0 (every event reaches the policy) or
+	// calmSample-1 while the shard is calm (see readlog.go). Written under
+	// the exclusive lock, read by readers.
 	sample atomic.Uint32
 	// views counts the Views of the shard whose fn may be running (see
 	// viewCounts); allocated by the shard's first View, so that an engine

@@ -166,7 +166,8 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, ev *[]Removal) uint64 {
 	var oldSize, oldDeadline int64
 	if found {
-		oldSize, oldDeadline = s.at(slot).size(), s.at(slot).deadline()
+		old := s.at(slot)
+		oldSize, oldDeadline = old.size(), old.deadline()
 	}
 	s.version++
 	s.writes++
@@ -216,11 +217,10 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 		en = s.setDeadlineLocked(en, deadline)
 		s.addBytesLocked(en.size() - oldSize)
 		// An overwrite that keeps the entry's size and deadline is only
-		// an access for the policy: a calm shard hands it one exclusive
-		// lock in calmSample (calmPick of the lock count), as it samples
-		// read hits (see readlog.go).
-		// Such an overwrite counts toward the shard's calm as a read
-		// hit does: a cache that is only overwritten is not filling.
+		// an access for the policy: it counts toward the shard's calm as
+		// a read hit does (a cache only overwritten is not filling), and
+		// a calm shard hands the policy such overwrites of one exclusive
+		// lock in calmSample (calmPick of the lock count; see readlog.go).
 		same := en.size() == oldSize && en.deadline() == oldDeadline
 		if same && s.calmHits < s.live {
 			s.calmHits++
