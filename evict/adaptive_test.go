@@ -480,3 +480,51 @@ func TestAdaptiveStartsCappedWhenSampling(t *testing.T) {
 		})
 	}
 }
+
+// pages.copyFrom leaves a copy equal to its source and independent of it,
+// whether the destination had more pages than the source, fewer, or none:
+// a restart of the miniature caches copies into buffers of any earlier
+// size.
+func TestPagesCopyFromIsAnIndependentCopy(t *testing.T) {
+	fill := func(n int, base uint32) *pages[uint32] {
+		var p pages[uint32]
+		if n > 0 {
+			p.grow(Handle(n - 1))
+		}
+		for h := range n {
+			*p.at(Handle(h)) = base + uint32(h)
+		}
+		return &p
+	}
+	for _, tc := range []struct {
+		name     string
+		dst, src int
+	}{
+		{"larger destination", 5*pageLen + 7, 2*pageLen + 3},
+		{"smaller destination", pageLen / 2, 3*pageLen + 1},
+		{"empty destination", 0, pageLen + 1},
+		{"empty source", 2 * pageLen, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst, src := fill(tc.dst, 1<<20), fill(tc.src, 0)
+			dst.copyFrom(src)
+			if got, want := dst.len(), src.len(); got != want {
+				t.Fatalf("len %d, want %d", got, want)
+			}
+			for h := range tc.src {
+				*src.at(Handle(h)) = 99 // the copy must not follow
+			}
+			for h := range tc.src {
+				if got, want := *dst.at(Handle(h)), uint32(h); got != want {
+					t.Fatalf("element %d = %d, want %d", h, got, want)
+				}
+			}
+			if tc.src > 0 {
+				dst.grow(Handle(tc.src)) // grows from the copy's length
+				if got := *dst.at(Handle(tc.src)); got != 0 {
+					t.Fatalf("grown element = %d, want 0", got)
+				}
+			}
+		})
+	}
+}
