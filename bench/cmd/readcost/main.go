@@ -1,7 +1,9 @@
 // Command readcost counts what one read of a pre-filled cache costs in
 // instructions and data-cache misses, with cachegrind (valgrind's cache
 // simulator): a figure that, unlike a timing, does not move with the load
-// of a shared machine, for judging a change of the read path.
+// of a shared machine, for judging a change of the read path. With -path
+// Set it counts an overwrite of a pre-filled key instead (the operations
+// below are then writes of the trace's keys).
 //
 // The workload is cmd/speed's: -keys keys of 16 bytes with 64-byte values,
 // the cache pre-filled, then reads of the Zipf 1.01 trace on one goroutine
@@ -15,6 +17,8 @@
 // bytes, the trace) is counted too, the same for every cache.
 //
 //	go run ./cmd/readcost -peer tide,tide-capped,otter-capped,otter-capped-sync
+//	go run ./cmd/readcost -peer tide-capped -warm 2000000 -ops 1000000   # a calm cache (see engine/readlog.go)
+//	go run ./cmd/readcost -peer tide,tide-capped -path Set -warm 1000000 -ops 500000
 //
 // It needs valgrind (apt-get install valgrind); each run takes about a
 // minute per peer.
