@@ -134,7 +134,7 @@ import (
 // miniature caches' own buffers).
 //
 // Memory: TinyLFU's per shard (14 bytes per entry, 8 to 16 of sketch per
-// entry of capacity), plus one set of miniature caches per engine (or per
+// entry held), plus one set of miniature caches per engine (or per
 // policy built by New): 7 × (about 40 bytes per miniature entry, map,
 // sketch and buffers included), where a miniature cache holds as many
 // entries as the whole cache up to adaptiveFull, then up to adaptiveGhost
@@ -143,9 +143,9 @@ import (
 // under 1 byte per entry: the engine's overhead with a 1.5× cap measured
 // 80.2 bytes per entry beyond key and value against TinyLFU's 79.5 in the
 // same run (bench/cmd/memory, tide-capped; 108.4 with a set per shard),
-// and 75.4 since the engine's hash table shrank;
-// TestPolicyMemoryPerEntry measures 35.6 bytes per entry (34.9 with 6
-// miniature caches) for a quarter of those shards against TinyLFU's 30.9.
+// 75.4 since the engine's hash table shrank, and 67.1 since the sketch is
+// sized for the entries held; TestPolicyMemoryPerEntry measures 27.2
+// bytes per entry for a quarter of those shards against TinyLFU's 22.5.
 // For a small cache the miniature caches are a large overhead: 0.5 MB
 // beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192,
 // measured with 6 miniature caches (the seventh adds about a sixth).

@@ -67,7 +67,7 @@ func TestPolicyMemoryPerEntry(t *testing.T) {
 		t.Skip("fills 250k entries")
 	}
 	budgets := map[string]float64{
-		"tinylfu": 32, "volatile-tinylfu": 32, "adaptive": 36,
+		"tinylfu": 24, "volatile-tinylfu": 24, "adaptive": 29,
 		"allkeys-lru": 21, "volatile-lru": 21,
 		"allkeys-lfu": 16, "volatile-lfu": 16,
 		"allkeys-random": 11, "volatile-random": 11,

@@ -13,11 +13,17 @@ const sketchCounters = 16
 // fingerprint).
 //
 // Sizing: the sketch holds sketchCounters counters per entry it is sized
-// for (the capacity in entries), rounded up to a power of two blocks, as
-// Caffeine sizes it, in pages (see pages). Sizing it for the entries held
-// instead, or without the rounding, saved up to half of it in a cache
-// below its cap but cost 0.2 to 0.7 points of hit ratio on Zipf traces
-// (and 8 counters per entry cost 0.4 on average on the LIRS traces).
+// for, rounded up to a power of two blocks, as Caffeine sizes it, in pages
+// (see pages). TinyLFU sizes it for the entries its shard holds once the
+// shard is half full (Caffeine's and otter's rule for a weighted cache):
+// by the time the shard evicts, it holds its capacity; the sketch is
+// smaller only while the shard fills, which cost at most 0.03 points of
+// hit ratio against sizing it for the capacity (cmd/hitseeds, adaptive,
+// 4 seeds: Zipf cells −0.03 to +0.01, the LIRS cells within their seed
+// spread) and saves half of it in a shard two thirds full. Without the
+// rounding it cost 0.1 to 0.4 points of hit ratio on Zipf traces, where
+// the rounding adds 31–64% more counters (and 8 counters per entry cost
+// 0.4 on average on the LIRS traces).
 // Blocks are addressed by linear hashing, so the sketch could grow one
 // block at a time; at power-of-two sizes it doubles. Growth keeps every
 // key's counts exactly: with 2^level ≤ blocks < 2^(level+1), a key's block is

@@ -36,10 +36,10 @@ import "math"
 // Memory: 14 bytes per entry (two 32-bit list links, the key's fingerprint
 // and segment in 32 bits, a 16-bit size; an entry of 64 KiB or more keeps
 // its size in a map), in pages of 1024 entries, plus 8 to 16 bytes of
-// sketch per entry of capacity (16 counters, rounded up to a power of
-// two): 31 bytes per entry in a shard two thirds full, measured by
+// sketch per entry held (16 counters, rounded up to a power of two): 22.5
+// bytes per entry in a shard two thirds full, measured by
 // TestPolicyMemoryPerEntry. The sketch is allocated when the shard is half
-// full.
+// full and grows with the entries it holds, never shrinking.
 //
 // Choose it by default for caches: it matches or beats LRU and LFU on
 // almost every workload, resists scans and one-hit wonders, and adapts
@@ -343,11 +343,15 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	if p.total >= p.maximum/2 || p.sk.blocks > 0 {
 		// Like Caffeine, start counting when the cache is half full, when
 		// the average entry size is known: the capacity in entries is the
-		// cap over the average size, and sizes the sketch and its reset
-		// period. The sketch only grows.
+		// cap over the average size, and sets the sketch's reset period.
+		// The sketch itself is sized for the entries held, as Caffeine and
+		// otter size it for a weighted cache: a shard below its cap evicts
+		// nothing, so counters for entries it does not hold would be
+		// memory spent on no decision, and by the time it evicts it holds
+		// its capacity. The sketch only grows.
 		p.est = p.fitEstimate()
 		p.sk.setPeriod(p.est)
-		p.sk.ensure(p.est)
+		p.sk.ensure(p.count)
 	}
 	if !p.pairRef(fp, refAdd) {
 		p.sk.increment(fp)
