@@ -133,7 +133,7 @@ import (
 // when it allocated about 1 MB of new copies; it now copies into the
 // miniature caches' own buffers).
 //
-// Memory: TinyLFU's per shard (14 bytes per entry, 8 to 16 of sketch per
+// Memory: TinyLFU's per shard (12 bytes per entry, 8 to 16 of sketch per
 // entry held), plus one set of miniature caches per engine (or per
 // policy built by New): 7 × (about 40 bytes per miniature entry, map,
 // sketch and buffers included), where a miniature cache holds as many
@@ -143,9 +143,10 @@ import (
 // under 1 byte per entry: the engine's overhead with a 1.5× cap measured
 // 80.2 bytes per entry beyond key and value against TinyLFU's 79.5 in the
 // same run (bench/cmd/memory, tide-capped; 108.4 with a set per shard),
-// 75.4 since the engine's hash table shrank, and 67.1 since the sketch is
-// sized for the entries held; TestPolicyMemoryPerEntry measures 27.2
-// bytes per entry for a quarter of those shards against TinyLFU's 22.5.
+// 75.4 since the engine's hash table shrank, 67.1 since the sketch is
+// sized for the entries held and 65.0 with 12-byte nodes;
+// TestPolicyMemoryPerEntry measures 24.9 bytes per entry for a quarter of
+// those shards against TinyLFU's 20.5.
 // For a small cache the miniature caches are a large overhead: 0.5 MB
 // beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192,
 // measured with 6 miniature caches (the seventh adds about a sixth).
@@ -479,6 +480,9 @@ func (q *tinyLFUPolicy) copyAs(p *tinyLFUPolicy, c config) {
 	q.sk.table.copyFrom(&p.sk.table)
 	if p.big != nil {
 		q.big = maps.Clone(p.big)
+	}
+	if p.wide != nil {
+		q.wide = maps.Clone(p.wide)
 	}
 	q.windowFrac, q.admitSeen, q.admitCap = c.window, c.seen, c.admitCap
 	q.setMaximum(q.maximum)

@@ -616,8 +616,21 @@ func TestSketchCountsAsSpecified(t *testing.T) {
 // TestToFrontMatchesUnlinkLink guards queues.toFront, the move of a hit
 // within its queue: it leaves every queue's order, length and bytes as
 // unlink and link would, for the head, the tail, a middle handle and a
-// queue of one, and entries of 64 KiB or more (sizes kept in the map).
+// queue of one, and entries of 64 KiB or more (sizes kept in the map);
+// with narrow links, and with most handles too large for one (their links
+// in queues.wide, through toFrontWide, linkWide and unlinkWide).
 func TestToFrontMatchesUnlinkLink(t *testing.T) {
+	for _, limit := range []uint32{linkWide, 150, 2} {
+		t.Run(fmt.Sprintf("linkLimit=%d", limit), func(t *testing.T) {
+			old := linkLimit
+			linkLimit = limit
+			defer func() { linkLimit = old }()
+			testToFrontMatchesUnlinkLink(t)
+		})
+	}
+}
+
+func testToFrontMatchesUnlinkLink(t *testing.T) {
 	newQueues := func() *queues {
 		l := &queues{}
 		for i := range l.q {
@@ -646,7 +659,7 @@ func TestToFrontMatchesUnlinkLink(t *testing.T) {
 	}
 	order := func(l *queues, s uint8) []uint32 {
 		var o []uint32
-		for h := l.q[s].head; h != none; h = l.nodes.at(Handle(h)).next() {
+		for h := l.q[s].head; h != none; h = l.next(Handle(h), l.nodes.at(Handle(h))) {
 			o = append(o, h)
 		}
 		return o
@@ -678,6 +691,125 @@ func TestToFrontMatchesUnlinkLink(t *testing.T) {
 		}
 		if _, _, err := got.checkQueues("toFront", 1, 3); err != nil {
 			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+}
+
+// victimLog wraps a policy and records the victims it names.
+type victimLog struct {
+	Policy
+	victims []Handle
+}
+
+func (v *victimLog) Victim(now int64) (Handle, bool) {
+	h, ok := v.Policy.Victim(now)
+	v.victims = append(v.victims, h)
+	return h, ok
+}
+
+// TestWideLinksBehaveLikeNarrowOnes guards the 24-bit links of the
+// segmented policies' nodes: a handle too large for one (a shard of more
+// than 16 million entries) is linked through queues.wide, and a policy
+// must then choose exactly the victims it chooses with narrow links. The
+// limit is lowered so that most handles of a 300-entry cache are wide;
+// the invariants (Check: links, the wide map) hold after every step.
+func TestWideLinksBehaveLikeNarrowOnes(t *testing.T) {
+	keys := skewedWithScans(20_000, 1000, 7)
+	for _, spec := range []Spec{TinyLFU, S3FIFO, Adaptive} {
+		t.Run(spec.Name, func(t *testing.T) {
+			run := func(limit uint32) []Handle {
+				old := linkLimit
+				linkLimit = limit
+				defer func() { linkLimit = old }()
+				p := &victimLog{Policy: spec.New(300)}
+				c := p.Policy.(interface{ check() error })
+				cacheRun(t, p, 300, keys, func(i int) {
+					if err := c.check(); err != nil {
+						t.Fatalf("limit %d, step %d: %v", limit, i, err)
+					}
+				})
+				if w := p.Policy.(interface{ wideLinks() int }).wideLinks(); limit < 300 && w == 0 {
+					t.Fatalf("limit %d: no wide link after the run", limit)
+				}
+				return p.victims
+			}
+			narrow, wide := run(linkWide), run(16)
+			if len(narrow) == 0 || !slices.Equal(narrow, wide) {
+				t.Fatalf("victims with wide links differ: %d victims, first difference at %d", len(narrow), firstDiff(narrow, wide))
+			}
+		})
+	}
+}
+
+// wideLinks is the number of handles with a link in queues.wide.
+func (l *queues) wideLinks() int { return len(l.wide) }
+
+func firstDiff(a, b []Handle) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestQueuesMatchAModelAcrossLinkWidths drives link, toFront and unlink
+// at random over a few handles, half of them too large for a 24-bit link
+// (the limit is lowered to 4), against a model of each queue's order: the
+// narrow paths must hand over to the wide ones whenever a handle they
+// would store is wide (the queue's head included, even when no node has a
+// wide link yet), and the wide map must empty when no link needs it.
+func TestQueuesMatchAModelAcrossLinkWidths(t *testing.T) {
+	old := linkLimit
+	linkLimit = 4
+	defer func() { linkLimit = old }()
+	l := &queues{}
+	for i := range l.q {
+		l.q[i] = queue{head: none, tail: none}
+	}
+	const handles = 8
+	model := [4][]uint32{} // queue → handles, head first
+	where := [handles]uint8{}
+	r := rng{s: 11}
+	for h := range Handle(handles) {
+		l.grow(h)
+		l.setFP(h, uint32(h))
+		l.setSize(h, 1)
+	}
+	for step := range 20_000 {
+		h := Handle(r.intn(handles))
+		s := uint8(1 + r.intn(2))
+		switch {
+		case where[h] == 0:
+			l.link(h, s)
+			model[s] = append([]uint32{uint32(h)}, model[s]...)
+			where[h] = s
+		case r.intn(2) == 0:
+			s = where[h]
+			l.toFront(h, l.nodes.at(h), s)
+			i := slices.Index(model[s], uint32(h))
+			model[s] = append([]uint32{uint32(h)}, slices.Delete(model[s], i, i+1)...)
+		default:
+			s = where[h]
+			l.unlink(h)
+			i := slices.Index(model[s], uint32(h))
+			model[s] = slices.Delete(model[s], i, i+1)
+			where[h] = 0
+		}
+		for s := uint8(1); s <= 2; s++ {
+			var got []uint32
+			for x := l.q[s].head; x != none && len(got) <= handles; x = l.next(Handle(x), l.nodes.at(Handle(x))) {
+				got = append(got, x)
+			}
+			if !slices.Equal(got, model[s]) {
+				t.Fatalf("step %d: queue %d is %v, want %v", step, s, got, model[s])
+			}
+		}
+		if _, _, err := l.checkQueues("model", 1, 2); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if len(l.wide) == 0 && l.wide != nil {
+			t.Fatalf("step %d: an empty wide map is kept (the narrow paths would not resume)", step)
 		}
 	}
 }

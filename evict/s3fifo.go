@@ -23,7 +23,7 @@ import "sync/atomic"
 // shared writes. Miss does nothing.
 //
 // Cost: Access and Miss O(1); Add, Update, Remove O(1); Victim O(1)
-// amortized (each entry it skips paid for it with a read). Memory: 18
+// amortized (each entry it skips paid for it with a read). Memory: 16
 // bytes per entry (list links, key fingerprint and queue, size, counter;
 // see queues) plus, per ghost fingerprint, 4 bytes of ring and a map
 // entry: about 32 bytes per entry in all once the ghost is full, measured

@@ -33,10 +33,11 @@ import "math"
 // Cost: O(1) amortized per call: Access a sketch update and a list move,
 // Miss a sketch update.
 //
-// Memory: 14 bytes per entry (two 32-bit list links, the key's fingerprint
+// Memory: 12 bytes per entry (two 24-bit list links, the key's fingerprint
 // and segment in 32 bits, a 16-bit size; an entry of 64 KiB or more keeps
-// its size in a map), in pages of 1024 entries, plus 8 to 16 bytes of
-// sketch per entry held (16 counters, rounded up to a power of two): 22.5
+// its size in a map, and a shard of more than 16 million entries keeps
+// some links in one), in pages of 1024 entries, plus 8 to 16 bytes of
+// sketch per entry held (16 counters, rounded up to a power of two): 20.5
 // bytes per entry in a shard two thirds full, measured by
 // TestPolicyMemoryPerEntry. The sketch is allocated when the shard is half
 // full and grows with the entries it holds, never shrinking.
