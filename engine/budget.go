@@ -189,7 +189,7 @@ func (r *room) keepKeys(parts []roomPart) {
 	r.keys = r.keys[:0]
 	for _, p := range parts {
 		for _, x := range p.exclude {
-			if p.s.ents[x] != 0 {
+			if p.s.ents.get(x) != 0 {
 				r.keys = append(r.keys, string(p.s.at(x).key()))
 			}
 		}
@@ -242,7 +242,7 @@ func (e *Engine) visit(r *room, ev *[]Removal) error {
 			removed = true
 		}
 		for _, x := range mine {
-			if s.ents[x] != 0 { // not reclaimed as due meanwhile
+			if s.ents.get(x) != 0 { // not reclaimed as due meanwhile
 				s.syncPolicyLocked(s.at(x), 0, 0, false)
 			}
 		}
@@ -271,7 +271,7 @@ func (s *shard) evictOneLocked(now int64, ev *[]Removal) bool {
 	s.flushPendingLocked()
 	s.drainReadsLocked() // the victim is chosen knowing every logged read
 	h, ok := s.pol.Victim(now)
-	if !ok || int(h) >= len(s.ents) || s.ents[h] == 0 || s.at(uint32(h)).flags()&flagTracked == 0 {
+	if !ok || int(h) >= s.ents.len() || s.ents.get(uint32(h)) == 0 || s.at(uint32(h)).flags()&flagTracked == 0 {
 		// Unreachable while the policy and evictb are consistent (Check
 		// verifies both); fail safe.
 		return false
@@ -285,7 +285,7 @@ func (s *shard) evictOneLocked(now int64, ev *[]Removal) bool {
 // syncPolicyLocked.
 func (s *shard) hideLocked(slots []uint32) {
 	for _, x := range slots {
-		if s.ents[x] == 0 {
+		if s.ents.get(x) == 0 {
 			continue
 		}
 		if en := s.at(x); en.flags()&flagTracked != 0 {

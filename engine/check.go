@@ -102,12 +102,12 @@ func (s *shard) checkLocked() error {
 		}
 		slot := atomic.LoadUint32(hdr32(s.arena, off+hdrSlot))
 		inTable[slot]++
-		if int(slot) >= len(s.ents) || s.ents[slot] == 0 {
+		if int(slot) >= s.ents.len() || s.ents.get(slot) == 0 {
 			tabErr = fmt.Errorf("table names offset %d, whose record names slot %d, which is not live", off, slot)
 			return
 		}
-		if s.ents[slot]-1 != off {
-			tabErr = fmt.Errorf("table names offset %d for slot %d, whose record is at %d", off, slot, s.ents[slot]-1)
+		if s.ents.get(slot)-1 != off {
+			tabErr = fmt.Errorf("table names offset %d for slot %d, whose record is at %d", off, slot, s.ents.get(slot)-1)
 			return
 		}
 		if uintptr(unsafe.Pointer(unsafe.SliceData(s.arena)))&7 != 0 {
@@ -141,8 +141,8 @@ func (s *shard) checkLocked() error {
 	ttlLive := 0
 	type span struct{ a, b uint32 }
 	var spans []span
-	for i := range s.ents {
-		if s.ents[i] == 0 {
+	for i := range s.ents.len() {
+		if s.ents.get(uint32(i)) == 0 {
 			continue
 		}
 		slot := uint32(i)
@@ -201,7 +201,7 @@ func (s *shard) checkLocked() error {
 	}
 	bad := false
 	s.idx.Ascend(func(it expiry.Item) bool {
-		bad = int(it.Slot) >= len(s.ents) && s.live > 0
+		bad = int(it.Slot) >= s.ents.len() && s.live > 0
 		return !bad
 	})
 	if bad {
@@ -209,13 +209,13 @@ func (s *shard) checkLocked() error {
 	}
 	seen := make(map[uint32]bool, len(s.free))
 	for _, f := range s.free {
-		if int(f) >= len(s.ents) || s.ents[f] != 0 || seen[f] {
+		if int(f) >= s.ents.len() || s.ents.get(f) != 0 || seen[f] {
 			return fmt.Errorf("free stack names slot %d, which is live, repeated or out of range", f)
 		}
 		seen[f] = true
 	}
-	if len(s.free)+live != len(s.ents) {
-		return fmt.Errorf("free %d + live %d != slots %d", len(s.free), live, len(s.ents))
+	if len(s.free)+live != s.ents.len() {
+		return fmt.Errorf("free %d + live %d != slots %d", len(s.free), live, s.ents.len())
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func (s *shard) relocateLocked(en entry, add uint32) entry {
 	copy(s.arena[keyAt(off, kw):], en.key())
 	copy(s.arena[valueAt(off, kw):], en.value())
 	s.garbage += en.recLen()
-	atomic.StoreUint32(&s.ents[slot], off+1)
+	atomic.StoreUint32(s.ents.ptr(slot), off+1)
 	s.tab.Replace(table.Tag(s.hash(en.key())), recRef(en.off), recRef(off))
 	return s.at(slot)
 }
@@ -101,7 +101,7 @@ func (s *shard) boundIndexLocked() {
 func (s *shard) rebuildIndexLocked() {
 	keep := make([]expiry.Item, 0, s.ttlLive)
 	s.idx.Ascend(func(it expiry.Item) bool {
-		if s.ents[it.Slot] != 0 {
+		if s.ents.get(it.Slot) != 0 {
 			if d := s.at(it.Slot).deadline(); d != 0 {
 				keep = append(keep, expiry.Item{Deadline: d, Slot: it.Slot})
 			}
@@ -153,13 +153,13 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 		}
 		var sink uint64
 		for _, it := range batch[:k] {
-			sink += uint64(s.ents[it.Slot])
+			sink += uint64(s.ents.get(it.Slot))
 		}
 		// The header and the key's last byte (its line may follow the
 		// header's); an empty key is not read: a bare header may end the
 		// arena.
 		for _, it := range batch[:k] {
-			if o := s.ents[it.Slot]; o != 0 {
+			if o := s.ents.get(it.Slot); o != 0 {
 				en := entry{s, it.Slot, o - 1}
 				sink += uint64(en.deadline())
 				if kl := en.klen(); kl > 0 {
@@ -169,7 +169,7 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 		}
 		for i, it := range batch[:k] {
 			hashes[i] = 0
-			if o := s.ents[it.Slot]; o != 0 {
+			if o := s.ents.get(it.Slot); o != 0 {
 				if en := (entry{s, it.Slot, o - 1}); en.deadline() == it.Deadline {
 					hashes[i] = s.hash(en.key())
 				}
@@ -185,7 +185,7 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 		}
 		s.sink = sink
 		for i, it := range batch[:k] {
-			if s.ents[it.Slot] == 0 {
+			if s.ents.get(it.Slot) == 0 {
 				continue // garbage: the entry is gone
 			}
 			switch d := s.at(it.Slot).deadline(); {
@@ -213,7 +213,7 @@ func (s *shard) reclaimDueLocked(now int64, max int, ev *[]Removal) (n int, more
 func (s *shard) dueLocked(now int64) int {
 	var seen map[uint32]struct{}
 	s.idx.AscendDue(now, func(it expiry.Item) bool {
-		if s.ents[it.Slot] == 0 {
+		if s.ents.get(it.Slot) == 0 {
 			return true
 		}
 		if d := s.at(it.Slot).deadline(); d != 0 && d <= now {

@@ -541,8 +541,8 @@ func (src source) Records(emit func(*aof.Record) error) error {
 				return ErrClosed
 			}
 			now := e.now()
-			for ; next < len(s.ents) && len(buf) < batch; next++ {
-				if s.ents[next] == 0 {
+			for ; next < s.ents.len() && len(buf) < batch; next++ {
+				if s.ents.get(uint32(next)) == 0 {
 					continue
 				}
 				en := s.at(uint32(next))
@@ -556,7 +556,7 @@ func (src source) Records(emit func(*aof.Record) error) error {
 				arena = append(arena, en.value()...)
 				buf[len(buf)-1].Value = arena[start:len(arena):len(arena)]
 			}
-			end := next >= len(s.ents)
+			end := next >= s.ents.len()
 			s.mu.RUnlock()
 			for j := range buf {
 				if err := emit(&buf[j]); err != nil {

@@ -306,7 +306,7 @@ func (e *Engine) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.tab.Reset()
-		s.ents, s.arena, s.free, s.live, s.ttlLive, s.bytes, s.evictb, s.garbage = nil, nil, nil, 0, 0, 0, 0, 0
+		s.ents, s.arena, s.free, s.live, s.ttlLive, s.bytes, s.evictb, s.garbage = slots{}, nil, nil, 0, 0, 0, 0, 0
 		s.idx.Clear()
 		s.pol = nil
 		s.mu.Unlock()

@@ -438,8 +438,8 @@ func (e *Engine) Items() iter.Seq2[string, Item] {
 				buf, due = buf[:0], due[:0]
 				s.mu.RLock()
 				now := e.now()
-				for ; next < len(s.ents) && len(buf) < batch; next++ {
-					if s.ents[next] == 0 {
+				for ; next < s.ents.len() && len(buf) < batch; next++ {
+					if s.ents.get(uint32(next)) == 0 {
 						continue
 					}
 					en := s.at(uint32(next))
@@ -449,7 +449,7 @@ func (e *Engine) Items() iter.Seq2[string, Item] {
 					}
 					buf = append(buf, kv{string(en.key()), itemOf(en, now)})
 				}
-				end := next >= len(s.ents)
+				end := next >= s.ents.len()
 				s.mu.RUnlock()
 				for _, k := range due {
 					_, h := e.shardFor(k)

@@ -147,7 +147,7 @@ type entry struct {
 }
 
 // at returns the entry at a live slot.
-func (s *shard) at(slot uint32) entry { return entry{s, slot, s.ents[slot] - 1} }
+func (s *shard) at(slot uint32) entry { return entry{s, slot, s.ents.get(slot) - 1} }
 
 // The header's words are read and written with atomic operations, so that an
 // optimistic reader (see shard.peek) that reads them without the lock while

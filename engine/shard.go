@@ -38,7 +38,7 @@ type shard struct {
 	rw    sync.RWMutex // mu's lock (see shardMu)
 
 	tab     table.Table
-	ents    []uint32 // slot → record offset + 1; 0 = free
+	ents    slots    // slot → record offset + 1; 0 = free
 	free    []uint32 // free slots
 	arena   []byte
 	garbage int   // arena bytes not referenced by a live entry
@@ -237,8 +237,7 @@ func (s *shard) newSlotLocked() uint32 {
 		s.free = s.free[:n-1]
 		return slot
 	}
-	s.ents = append(s.ents, 0)
-	return uint32(len(s.ents) - 1)
+	return s.ents.push()
 }
 
 // allocLocked reserves n contiguous arena bytes and returns their offset.
@@ -358,8 +357,9 @@ var testHookCompacting func(s *shard)
 // closeLocked(open).
 func (s *shard) rebuildLocked(n int, open bool) {
 	na := newArena(n &^ 7)
-	ne := make([]uint32, len(s.ents), cap(s.ents))
-	for i, o := range s.ents {
+	ne := s.ents.zeroed()
+	for i := range s.ents.len() {
+		o := s.ents.get(uint32(i))
 		if o == 0 {
 			continue
 		}
@@ -376,14 +376,14 @@ func (s *shard) rebuildLocked(n int, open bool) {
 		na = na[:off+recSize(int(kl), int(vl), flags)]
 		putHeader(na, uint32(off), en.version(), d, vl, kl, flags, uint32(i))
 		copy(na[keyAt(uint32(off), kl|flags<<24):], s.arena[keyAt(en.off, en.kw()):int(en.off)+en.recLen()])
-		ne[i] = uint32(off) + 1
+		*ne.ptr(uint32(i)) = uint32(off) + 1
 	}
 	// Every table word names its record's old offset; the old record
 	// names its slot, and ne the slot's new offset.
 	old := s.arena
 	tab := s.tab
 	tab.Remap(func(ref uint32) uint32 {
-		return recRef(ne[atomic.LoadUint32(hdr32(old, refOff(ref)+hdrSlot))] - 1)
+		return recRef(ne.get(atomic.LoadUint32(hdr32(old, refOff(ref)+hdrSlot))) - 1)
 	})
 	s.closeLocked(open)
 	s.arena, s.ents, s.tab = na, ne, tab
@@ -430,9 +430,9 @@ func (s *shard) trimLocked() {
 func (s *shard) maybeShrinkLocked() {
 	if s.live == 0 {
 		s.idx.Clear() // every item left is garbage
-		if cap(s.arena) > 64<<10 || len(s.ents) > 1024 {
+		if cap(s.arena) > 64<<10 || s.ents.len() > 1024 {
 			s.arena = nil
-			s.ents = nil
+			s.ents = slots{}
 			s.free = nil
 			s.garbage = 0
 			s.tab.Reset()
@@ -526,7 +526,7 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	case CauseDeleted:
 		s.deleted++
 	}
-	atomic.StoreUint32(&s.ents[slot], 0)
+	atomic.StoreUint32(s.ents.ptr(slot), 0)
 	s.free = append(s.free, slot)
 	if hadTTL {
 		s.ttlLive-- // its index item is now garbage

@@ -192,7 +192,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 	resync := func() {
 		for s, slots := range excl {
 			for _, slot := range slots {
-				if s.ents[slot] == 0 {
+				if s.ents.get(slot) == 0 {
 					continue // deleted by this commit
 				}
 				en := s.at(slot)
