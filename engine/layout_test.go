@@ -172,3 +172,46 @@ func TestStoreValueRoundTripsEveryLength(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotsKeepEverySlotAcrossPages guards the paged slot array: slots
+// pushed across several pages keep their words, zeroed has as many slots,
+// all free, and no page holds more than a quarter of a page unused.
+func TestSlotsKeepEverySlotAcrossPages(t *testing.T) {
+	for _, n := range []int{1, slotPage - 1, slotPage, slotPage + 1, 5*slotPage + 17} {
+		var a slots
+		for i := range n {
+			if got := a.push(); got != uint32(i) {
+				t.Fatalf("n=%d: push %d returned slot %d", n, i, got)
+			}
+			*a.ptr(uint32(i)) = uint32(i)*7 + 1
+		}
+		if a.len() != n {
+			t.Fatalf("n=%d: len %d", n, a.len())
+		}
+		capacity := 0
+		for i := range n {
+			if got, want := a.get(uint32(i)), uint32(i)*7+1; got != want {
+				t.Fatalf("n=%d: slot %d holds %d, want %d", n, i, got, want)
+			}
+		}
+		for _, pg := range a.p {
+			capacity += cap(pg)
+		}
+		if unused := capacity - n; unused > max(16, slotPage/4) {
+			t.Errorf("n=%d: %d slots allocated, %d unused", n, capacity, unused)
+		}
+		z := a.zeroed()
+		if z.len() != n {
+			t.Fatalf("n=%d: zeroed len %d", n, z.len())
+		}
+		for i := range n {
+			if z.get(uint32(i)) != 0 {
+				t.Fatalf("n=%d: zeroed slot %d is %d", n, i, z.get(uint32(i)))
+			}
+		}
+		*z.ptr(0) = 99
+		if a.get(0) == 99 {
+			t.Fatalf("n=%d: zeroed shares memory with its source", n)
+		}
+	}
+}
