@@ -47,8 +47,8 @@ import (
 //     record, a rebuild) has its word changed (Table.Replace, Table.Remap
 //     into a new array). Its
 //     length is not a power of two: it grows by an eighth (doubling while
-//     small) and keeps its load between 2/3 and 3/4, about 12 bytes an
-//     entry; a word's home is the tag scaled to the length, and clusters
+//     small) and keeps its load between 0.72 and 13/16, about 10.4 bytes
+//     an entry; a word's home is the tag scaled to the length, and clusters
 //     are kept in home order (Robin Hood), so a miss stops early.
 //
 // Records are 8-byte aligned (recSize pads them) in an 8-byte aligned
