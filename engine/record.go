@@ -89,7 +89,7 @@ import (
 // its key and value: the record header and slot word, the hash-table word at
 // its mean load, arena headroom, and shard bookkeeping, as measured by
 // TestEntryOverheadMatchesHeap.
-const EntryOverhead = 60
+const EntryOverhead = 56
 
 const (
 	flagPinned  = 1 << iota // never evicted
