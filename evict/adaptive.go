@@ -140,13 +140,10 @@ import (
 // entries as the whole cache up to adaptiveFull, then up to adaptiveGhost
 // (about 1.2 MB at most), growing as the cache fills. For
 // 1M entries of 16-byte keys and 64-byte values over 64 shards that is
-// under 1 byte per entry: the engine's overhead with a 1.5× cap measured
-// 80.2 bytes per entry beyond key and value against TinyLFU's 79.5 in the
-// same run (bench/cmd/memory, tide-capped; 108.4 with a set per shard),
-// 75.4 since the engine's hash table shrank, 67.1 since the sketch is
-// sized for the entries held and 65.0 with 12-byte nodes;
-// TestPolicyMemoryPerEntry measures 24.9 bytes per entry for a quarter of
-// those shards against TinyLFU's 20.5.
+// about 1.2 bytes per entry, of the engine's 62.8 beyond key and value
+// with a 1.5× cap (bench/cmd/memory, tide-capped; a set per shard had
+// cost 28 more); TestPolicyMemoryPerEntry measures 24.9 bytes per entry
+// for a quarter of those shards against TinyLFU's 20.5.
 // For a small cache the miniature caches are a large overhead: 0.5 MB
 // beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192,
 // measured with 6 miniature caches (the seventh adds about a sixth).
