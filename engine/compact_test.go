@@ -36,7 +36,8 @@ func TestCompactionLeavesTheShardReadable(t *testing.T) {
 				for i := 0; i < stable; i += 3 {
 					k := fmt.Sprintf("k%d", i)
 					_, h := e.shardFor(k)
-					pk := e.peek(s, k, h, false)
+					var pk peeked
+					e.peek(s, k, h, false, &pk)
 					if pk.r != peekHit {
 						t.Errorf("peek(%s) during a compaction = %d, want a hit", k, pk.r)
 						continue

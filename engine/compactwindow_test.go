@@ -30,7 +30,8 @@ func observeLockFree(e *Engine, s *shard, keys []string) (map[string]windowObs, 
 	st := make(map[string]windowObs, len(keys))
 	for _, k := range keys {
 		_, h := e.shardFor(k)
-		pk := e.peek(s, k, h, false)
+		var pk peeked
+		e.peek(s, k, h, false, &pk)
 		switch {
 		case pk.r == peekRetry && s.pub.Load() == nil: // nothing published yet
 			st[k] = windowObs{}

@@ -322,7 +322,8 @@ func TestModel(t *testing.T) {
 						if wok && want.deadline != 0 && md.now() >= want.deadline {
 							wok = false
 						}
-						pk := e.peek(hs, k, h, false)
+						var pk peeked
+						e.peek(hs, k, h, false, &pk)
 						switch {
 						case pk.r == peekHit:
 							v := loadValue(nil, pk.arena, pk.val, pk.vlen)

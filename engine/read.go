@@ -18,13 +18,14 @@ func (e *Engine) Get(key string) ([]byte, bool) {
 // allocates nothing when dst has room.
 func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s, h := e.shardFor(key)
+	var pk peeked
 	for range peekTries {
-		switch pk := e.peek(s, key, h, true); pk.r {
+		switch e.peek(s, key, h, true, &pk); pk.r {
 		case peekHit:
 			n := len(dst)
 			dst = loadValue(dst, pk.arena, pk.val, pk.vlen)
 			if pk.valid(s) {
-				e.peekHit(s, pk)
+				e.peekHit(s, &pk)
 				return dst, true
 			}
 			dst = dst[:n]
@@ -73,14 +74,15 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
 	vc := s.viewCountsLoad().enter()
 	defer vc.Add(-1)
+	var pk peeked
 	for range peekTries {
-		switch pk := e.peek(s, key, h, true); pk.r {
+		switch e.peek(s, key, h, true, &pk); pk.r {
 		case peekHit:
 			// Validated before the mark too, so that the
 			// compare-and-swap hits a real header, never bytes of a
 			// stale view.
 			if pk.valid(s) && pk.markViewed() && pk.valid(s) {
-				e.peekHit(s, pk)
+				e.peekHit(s, &pk)
 				fn(pk.arena[pk.val : pk.val+uint32(pk.vlen)])
 				return true
 			}
@@ -108,8 +110,9 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 // GetItem returns a copy of key's value with its version and TTL.
 func (e *Engine) GetItem(key string) (Item, bool) {
 	s, h := e.shardFor(key)
+	var pk peeked
 	for range peekTries {
-		switch pk := e.peek(s, key, h, true); pk.r {
+		switch e.peek(s, key, h, true, &pk); pk.r {
 		case peekHit:
 			it := Item{
 				Value:   loadValue(make([]byte, 0, pk.vlen), pk.arena, pk.val, pk.vlen),
@@ -118,7 +121,7 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 				Pinned:  pk.kw>>24&flagPinned != 0,
 			}
 			if pk.valid(s) {
-				e.peekHit(s, pk)
+				e.peekHit(s, &pk)
 				return it, true
 			}
 		case peekMiss:
@@ -145,8 +148,9 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 // miss and is no access for the eviction policy.
 func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
 	s, h := e.shardFor(key)
+	var pk peeked
 	for range peekTries {
-		switch pk := e.peek(s, key, h, false); pk.r {
+		switch e.peek(s, key, h, false, &pk); pk.r {
 		case peekHit:
 			if pk.valid(s) {
 				return pk.ttl(), true
@@ -252,22 +256,35 @@ func (pk *peeked) ttl() time.Duration {
 // peek writes no memory shared by all readers of the shard (reading the
 // clock for a key with a TTL may: with a clock not known to be monotonic,
 // e.now keeps an engine-wide high-water mark; clock.Real is monotonic).
-func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
+func (e *Engine) peek(s *shard, key string, h uint64, counted bool, pk *peeked) {
 	seq := s.mu.seq.Load()
 	p := s.pub.Load()
 	if seq&1 != 0 || p == nil {
-		return peeked{}
+		pk.r = peekRetry
+		return
 	}
 	tag := table.Tag(h)
-	i := table.Home(p.words, tag)
-	for range len(p.words) {
-		ref, ok := table.LoadNext(p.words, tag, &i)
-		if !ok {
+	words := p.words
+	n := len(words)
+	home := table.Home(words, tag)
+	for j, k := home, 0; k < n; k++ {
+		w := atomic.LoadUint64(&words[j])
+		if w == 0 {
 			break
 		}
+		if uint32(w>>32) != tag {
+			if !table.Goes(w, tag, home, j, n) {
+				break
+			}
+			j = table.Step(j, n)
+			continue
+		}
+		j = table.Step(j, n)
+		ref := uint32(w) - 1
 		off := refOff(ref)
 		if uint64(off)+hdrSize > uint64(len(p.arena)) {
-			return peeked{}
+			pk.r = peekRetry
+			return
 		}
 		kw := atomic.LoadUint32(hdr32(p.arena, off+hdrKlen))
 		kl := kw & maxKeyLen
@@ -276,7 +293,8 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
 		}
 		vl := atomic.LoadUint32(hdr32(p.arena, off+hdrVlen))
 		if uint64(off)+uint64(recSize(int(kl), int(vl), kw>>24)) > uint64(len(p.arena)) {
-			return peeked{}
+			pk.r = peekRetry
+			return
 		}
 		if !keyEqual(p.arena, keyAt(off, kw), key) {
 			continue
@@ -288,21 +306,28 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool) peeked {
 		if d != 0 {
 			if now = e.now(); now >= d {
 				if s.mu.seq.Load() != seq {
-					return peeked{}
+					pk.r = peekRetry
+					return
 				}
-				return peeked{r: peekDue}
+				pk.r = peekDue
+				return
 			}
 		}
 		slot := atomic.LoadUint32(hdr32(p.arena, off+hdrSlot))
-		return peeked{r: peekHit, arena: p.arena, off: off, val: valueAt(off, kw), vlen: int(vl), kw: kw, slot: slot, seq: seq, deadline: d, now: now}
+		// Field by field: a composite literal zeroes *pk and copies it
+		// whole: 41 instructions a hit under cachegrind, against 20.
+		pk.r, pk.arena, pk.off, pk.val, pk.vlen = peekHit, p.arena, off, valueAt(off, kw), int(vl)
+		pk.kw, pk.slot, pk.seq, pk.deadline, pk.now = kw, slot, seq, d, now
+		return
 	}
 	if s.mu.seq.Load() != seq {
-		return peeked{}
+		pk.r = peekRetry
+		return
 	}
 	if counted {
 		e.readMiss(s, h)
 	}
-	return peeked{r: peekMiss}
+	pk.r = peekMiss
 }
 
 // keyEqual reports whether the key stored at k (8-byte aligned, padded to
@@ -344,7 +369,7 @@ func (pk *peeked) markViewed() bool {
 }
 
 // peekHit counts a validated hit and logs it for the policy.
-func (e *Engine) peekHit(s *shard, pk peeked) {
+func (e *Engine) peekHit(s *shard, pk *peeked) {
 	e.readHit(s, pk.slot, pk.kw>>24&flagTracked != 0)
 }
 

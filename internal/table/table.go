@@ -157,7 +157,8 @@ func passed(w uint64, tag uint32, h, j, n int) bool {
 	return dist(home(uint32(w>>32), n), j, n) < dist(h, j, n)
 }
 
-// Words returns the table's word array for a lock-free reader (LoadNext).
+// Words returns the table's word array for a lock-free reader (LoadNext,
+// or its loop written inline with Home, Goes and Step).
 // The table replaces the array when it resizes; a reader holding an old one
 // reads stale words, never freed memory.
 func (t *Table) Words() []uint64 { return t.words }
@@ -165,30 +166,46 @@ func (t *Table) Words() []uint64 { return t.words }
 // LoadNext is Next over words (from Words) read with atomic loads, for a
 // reader that does not hold the writer's lock. A probe under concurrent
 // mutation may skip or repeat words; it gives up (false, with *i = -1)
-// after len(words) words. Start the probe at Home(words, tag).
+// after len(words) words. Start the probe at Home(words, tag). The
+// engine's reader writes this loop inline (Home once, then Goes and Step),
+// which spares a call and the home's recomputation per probe.
 func LoadNext(words []uint64, tag uint32, i *int) (uint32, bool) {
 	if *i < 0 || *i >= len(words) {
 		*i = -1
 		return 0, false
 	}
-	j := *i
-	h := home(tag, len(words))
-	for range len(words) {
+	j, n := *i, len(words)
+	h := home(tag, n)
+	for range n {
 		w := atomic.LoadUint64(&words[j])
 		if w == 0 {
 			break
 		}
-		if wt := uint32(w >> 32); wt == tag {
-			*i = next(j, len(words))
+		if uint32(w>>32) == tag {
+			*i = Step(j, n)
 			return uint32(w) - 1, true
-		} else if (wt > tag || j < h) && passed(w, tag, h, j, len(words)) {
+		}
+		if !Goes(w, tag, h, j, n) {
 			break
 		}
-		j = next(j, len(words))
+		j = Step(j, n)
 	}
 	*i = -1
 	return 0, false
 }
+
+// Goes reports whether a probe for tag, started at home h, goes on past
+// the word w it found at j in words of length n (w is not empty and holds
+// another tag): false once it has passed every word homed at h. With Home
+// and Step it lets a lock-free reader write LoadNext's loop inline, with
+// the home computed once (loading each word with an atomic load, as
+// LoadNext does).
+func Goes(w uint64, tag uint32, h, j, n int) bool {
+	return !((uint32(w>>32) > tag || j < h) && passed(w, tag, h, j, n))
+}
+
+// Step is the index after i in words of length n, wrapping to 0.
+func Step(i, n int) int { return next(i, n) }
 
 // Home is where a probe for tag starts in words (from Words); -1 if words
 // is empty.
