@@ -528,3 +528,128 @@ func TestPagesCopyFromIsAnIndependentCopy(t *testing.T) {
 		})
 	}
 }
+
+// order lists queue s of p from its most recent end.
+func order(p *tinyLFUPolicy, s uint8) []Handle {
+	var hs []Handle
+	for h := p.q[s].head; h != none; h = p.next(Handle(h), p.nodes.at(Handle(h))) {
+		hs = append(hs, Handle(h))
+	}
+	return hs
+}
+
+// TestAdaptiveFillDemotesProtectedOnce guards the first fill of an
+// Adaptive shard: the entries that hits protected while everything fit
+// all move to probation when the shard first fills its cap (or first
+// evicts, if no Add filled it exactly), ahead of the entries never hit
+// and in their order; entries protected after that stay protected; and
+// TinyLFU, which has no group, keeps its protected entries.
+func TestAdaptiveFillDemotesProtectedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		size     int64 // entry size; the cap is 100
+		adaptive bool
+		// byVictim: no Add fills the cap exactly (33 entries of 3
+		// bytes), so the first Victim demotes.
+		byVictim bool
+	}{
+		{"adaptive, an Add fills the cap", 1, true, false},
+		{"adaptive, no Add fills the cap exactly", 3, true, true},
+		{"tinylfu keeps its protected entries", 1, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const capBytes = 100
+			var p *tinyLFUPolicy
+			if tc.adaptive {
+				p = newAdaptive(capBytes, newAdaptiveGroup(1, adaptiveConfigs)).tinyLFUPolicy
+			} else {
+				p = newTinyLFU(capBytes)
+			}
+			n := int(capBytes / tc.size)
+			entry := func(i int) Entry { return Entry{Hash: mix64(uint64(i) + 1), Size: tc.size} }
+			for i := range n - 1 {
+				p.Add(Handle(i), entry(i))
+			}
+			// Hit every third entry that left the window: probation
+			// promotes them to protected.
+			for i := 0; i < n-1; i += 3 {
+				if p.seg(Handle(i)) == segProbation {
+					p.Access(Handle(i))
+				}
+			}
+			protected, oldProb := order(p, segProtected), order(p, segProbation)
+			if len(protected) < 5 {
+				t.Fatalf("%d protected entries before the fill, want some", len(protected))
+			}
+			p.Add(Handle(n-1), entry(n-1))
+			if tc.byVictim {
+				if got := p.q[segProtected].n; got != len(protected) {
+					t.Fatalf("%d protected entries after an Add that did not fill the cap, want %d", got, len(protected))
+				}
+				p.Miss(mix64(uint64(n) + 1))
+				v, ok := p.Victim(0)
+				if !ok {
+					t.Fatal("no victim in a full shard")
+				}
+				p.Remove(v)
+			}
+			if !tc.adaptive {
+				if got := p.q[segProtected].n; got != len(protected) {
+					t.Fatalf("tinylfu: %d protected entries after the fill, want %d", got, len(protected))
+				}
+				return
+			}
+			if got := p.q[segProtected].n; got != 0 {
+				t.Fatalf("%d protected entries after the fill, want 0", got)
+			}
+			// The demoted entries are in probation, in the order they
+			// had, ahead of the entries that were there before the fill.
+			at := map[Handle]int{}
+			prob := order(p, segProbation)
+			for i, h := range prob {
+				at[h] = i
+			}
+			last := -1
+			for _, h := range protected {
+				i, ok := at[h]
+				if !ok {
+					if tc.byVictim && !p.tracked(h) {
+						continue // the first victim
+					}
+					t.Fatalf("demoted entry %d in segment %d, want probation", h, p.seg(h))
+				}
+				if i <= last {
+					t.Fatalf("probation %v does not keep the demoted entries' order %v", prob, protected)
+				}
+				last = i
+			}
+			for _, h := range oldProb {
+				if i, ok := at[h]; ok && i < last {
+					t.Fatalf("probation %v: entry %d, never hit, is ahead of a demoted one (%v)", prob, h, protected)
+				}
+			}
+			if err := p.check(); err != nil {
+				t.Fatal(err)
+			}
+			// Once filled, a hit protects again, and later fills and
+			// evictions leave it protected.
+			h := protected[0]
+			p.Access(h)
+			for i := range 3 {
+				p.Miss(mix64(uint64(n+10+i) + 1))
+				v, ok := p.Victim(0)
+				if !ok {
+					t.Fatal("no victim in a full shard")
+				}
+				p.Remove(v)
+				p.Add(v, entry(n+10+i))
+			}
+			if p.seg(h) != segProtected {
+				t.Fatalf("entry %d, hit after the fill, is in segment %d, want protected", h, p.seg(h))
+			}
+			if err := p.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
