@@ -154,16 +154,16 @@ import (
 // miniature caches' own buffers).
 //
 // Memory: TinyLFU's per shard (12 bytes per entry, 8 to 16 of sketch per
-// entry held), plus one set of miniature caches per engine (or per
+// entry of capacity), plus one set of miniature caches per engine (or per
 // policy built by New): 7 × (about 40 bytes per miniature entry, map,
 // sketch and buffers included), where a miniature cache holds as many
 // entries as the whole cache up to adaptiveFull, then up to adaptiveGhost
 // (about 1.2 MB at most), growing as the cache fills. For
 // 1M entries of 16-byte keys and 64-byte values over 64 shards that is
-// about 1.2 bytes per entry, of the engine's 62.8 beyond key and value
+// about 1.2 bytes per entry, of the engine's 71.2 beyond key and value
 // with a 1.5× cap (bench/cmd/memory, tide-capped; a set per shard had
-// cost 28 more); TestPolicyMemoryPerEntry measures 24.9 bytes per entry
-// for a quarter of those shards against TinyLFU's 20.5.
+// cost 28 more); TestPolicyMemoryPerEntry measures 33.3 bytes per entry
+// for a quarter of those shards against TinyLFU's 28.9.
 // For a small cache the miniature caches are a large overhead: 0.5 MB
 // beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192,
 // measured with 6 miniature caches (the seventh adds about a sixth).

@@ -67,7 +67,7 @@ func TestPolicyMemoryPerEntry(t *testing.T) {
 		t.Skip("fills 250k entries")
 	}
 	budgets := map[string]float64{
-		"tinylfu": 22, "volatile-tinylfu": 22, "adaptive": 26,
+		"tinylfu": 30, "volatile-tinylfu": 30, "adaptive": 34,
 		"allkeys-lru": 21, "volatile-lru": 21,
 		"allkeys-lfu": 16, "volatile-lfu": 16,
 		"allkeys-random": 11, "volatile-random": 11,

@@ -13,17 +13,18 @@ const sketchCounters = 16
 // fingerprint).
 //
 // Sizing: the sketch holds sketchCounters counters per entry it is sized
-// for, rounded up to a power of two blocks, as Caffeine sizes it, in pages
-// (see pages). TinyLFU sizes it for the entries its shard holds once the
-// shard is half full (Caffeine's and otter's rule for a weighted cache):
-// by the time the shard evicts, it holds its capacity; the sketch is
-// smaller only while the shard fills, which cost at most 0.03 points of
-// hit ratio against sizing it for the capacity (cmd/hitseeds, adaptive,
-// 4 seeds: Zipf cells −0.03 to +0.01, the LIRS cells within their seed
-// spread) and saves half of it in a shard two thirds full. Without the
-// rounding it cost 0.1 to 0.4 points of hit ratio on Zipf traces, where
-// the rounding adds 31–64% more counters (and 8 counters per entry cost
-// 0.4 on average on the LIRS traces).
+// for (the capacity in entries), rounded up to a power of two blocks, as
+// Caffeine sizes it for an unweighted cache, in pages (see pages). Sized
+// for the entries held instead (Caffeine's and otter's rule for a weighted
+// cache), it is half as large in a shard that stops two thirds full, but
+// a filling shard spends the fill's second half with half the counters and
+// then splits them: adaptive lost 0.21 points on P3 at 25,000 entries,
+// 0.17 at 100,000 and 0.12 on multi3 at 500 (cmd/hitseeds, 3 seeds),
+// which put those rows below otter; resetting the counts at each split
+// instead cost multi3 500 0.17 and Corda+loop+Corda 1250 0.12. Without
+// the rounding it cost 0.1 to 0.4 points of hit ratio on Zipf traces,
+// where the rounding adds 31–64% more counters (and 8 counters per entry
+// cost 0.4 on average on the LIRS traces).
 // Blocks are addressed by linear hashing, so the sketch could grow one
 // block at a time; at power-of-two sizes it doubles. Growth keeps every
 // key's counts exactly: with 2^level ≤ blocks < 2^(level+1), a key's block is

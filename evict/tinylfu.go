@@ -37,10 +37,10 @@ import "math"
 // and segment in 32 bits, a 16-bit size; an entry of 64 KiB or more keeps
 // its size in a map, and a shard of more than 16 million entries keeps
 // some links in one), in pages of 1024 entries, plus 8 to 16 bytes of
-// sketch per entry held (16 counters, rounded up to a power of two): 20.5
-// bytes per entry in a shard two thirds full, measured by
+// sketch per entry of capacity (16 counters, rounded up to a power of
+// two): 28.9 bytes per entry in a shard two thirds full, measured by
 // TestPolicyMemoryPerEntry. The sketch is allocated when the shard is half
-// full and grows with the entries it holds, never shrinking.
+// full.
 //
 // Choose it by default for caches: it matches or beats LRU and LFU on
 // almost every workload, resists scans and one-hit wonders, and adapts
@@ -351,15 +351,12 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	if p.total >= p.maximum/2 || p.sk.blocks > 0 {
 		// Like Caffeine, start counting when the cache is half full, when
 		// the average entry size is known: the capacity in entries is the
-		// cap over the average size, and sets the sketch's reset period.
-		// The sketch itself is sized for the entries held, as Caffeine and
-		// otter size it for a weighted cache: a shard below its cap evicts
-		// nothing, so counters for entries it does not hold would be
-		// memory spent on no decision, and by the time it evicts it holds
-		// its capacity. The sketch only grows.
+		// cap over the average size, and sizes the sketch and its reset
+		// period (see sketch for why not the entries held). The sketch
+		// only grows.
 		p.est = p.fitEstimate()
 		p.sk.setPeriod(p.est)
-		p.sk.ensure(p.count)
+		p.sk.ensure(p.est)
 	}
 	if !p.pairRef(fp, refAdd) {
 		p.sk.increment(fp)
