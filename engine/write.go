@@ -177,20 +177,26 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
-		if pad8(len(value)) <= pad8(int(en.vlen())) && (en.flags()&flagViewed == 0 || s.views.Load().none()) &&
-			(deadline == 0 || en.flags()&flagDeadline != 0) {
+		kw, vl := en.kw(), int(en.vlen()) // read once: each read is an atomic load
+		if pad8(len(value)) <= pad8(vl) && (kw>>24&flagViewed == 0 || s.views.Load().none()) &&
+			(deadline == 0 || kw>>24&flagDeadline != 0) {
 			// In place, a word at a time with atomic stores: an
 			// optimistic reader copying the old value races with
 			// nothing and discards its copy (the sequence count moved).
 			// A record a View marked is overwritten only when no View
 			// of the shard is in progress (see viewCounts), and loses
 			// its mark. A record without a deadline word cannot take a
-			// TTL in place.
-			oldRec := en.recLen()
-			storeValue(s.arena, valueAt(en.off, en.kw()), value)
+			// TTL in place. (A View that marks the record after kw was
+			// read fails its validation, since this writer holds the
+			// lock, and never reads the bytes in place; its mark stays,
+			// which only makes a later overwrite append.)
+			kl, flags := int(kw&maxKeyLen), kw>>24
+			storeValue(s.arena, valueAt(en.off, kw), value)
 			en.setVlen(uint32(len(value)))
-			en.setFlags(en.flags() &^ flagViewed)
-			s.garbage += oldRec - en.recLen()
+			if flags&flagViewed != 0 {
+				en.setFlags(flags &^ flagViewed)
+			}
+			s.garbage += recSize(kl, vl, flags) - recSize(kl, len(value), flags)
 		} else {
 			// A new record: the old one may be read in place by a View
 			// in progress (flagViewed), whose bytes must not change
