@@ -173,3 +173,42 @@ func TestCopyAsKeepsWideLinksApart(t *testing.T) {
 		t.Fatalf("emptied copy: %d entries, wide links %v", dst.count, dst.wide)
 	}
 }
+
+// TestCheckCatchesAWideLinkWithoutItsMapEntry guards Check's promise to
+// verify the raw links: a node link marked wide must have its handle in
+// queues.wide. Without the entry the link decodes as handle 0 (the map's
+// zero value), which the walk cannot tell from a real link to handle 0,
+// and the narrow paths would index the node linkWide.
+func TestCheckCatchesAWideLinkWithoutItsMapEntry(t *testing.T) {
+	for _, i := range []int{0, 1} {
+		l := &queues{}
+		for s := range l.q {
+			l.q[s] = queue{head: none, tail: none}
+		}
+		for _, h := range []Handle{0, 1, 2} {
+			l.grow(h)
+			l.setSize(h, 1)
+		}
+		// Queue 1 from its head: 2, 0, 1; handle 0's links are 2 and 1.
+		l.link(1, 1)
+		l.link(0, 1)
+		l.link(2, 1)
+		if _, _, err := l.checkQueues("corrupt", 1, 1); err != nil {
+			t.Fatal(err)
+		}
+		n := l.nodes.at(1)
+		if i == 1 {
+			n = l.nodes.at(2)
+		}
+		// Handle 1's prev (i 0) or handle 2's next (i 1) is handle 0:
+		// mark it wide, with no map entry.
+		if i == 0 {
+			n.setPrevRaw(linkWide)
+		} else {
+			n.setNextRaw(linkWide)
+		}
+		if _, _, err := l.checkQueues("corrupt", 1, 1); err == nil {
+			t.Errorf("link %d: Check passes a wide link with no entry in the wide map", i)
+		}
+	}
+}
