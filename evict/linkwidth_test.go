@@ -212,3 +212,20 @@ func TestCheckCatchesAWideLinkWithoutItsMapEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCatchesABigSizeWithoutItsMapEntry guards the same promise for
+// sizes: a node whose size says sizeBig must have its size in queues.big
+// (without it the size reads as 0, which the queue's bytes may match).
+func TestCheckCatchesABigSizeWithoutItsMapEntry(t *testing.T) {
+	l := &queues{}
+	for s := range l.q {
+		l.q[s] = queue{head: none, tail: none}
+	}
+	l.grow(0)
+	l.setSize(0, 0)
+	l.link(0, 1)
+	l.nodes.at(0).setSize(sizeBig)
+	if _, _, err := l.checkQueues("corrupt", 1, 1); err == nil {
+		t.Error("Check passes a node sized sizeBig with no entry in the big map")
+	}
+}

@@ -369,6 +369,9 @@ func (l *queues) checkQueues(name string, from, to uint8) (n int, total int64, e
 					return 0, 0, errorf("%s: handle %d: raw link %d is wide, with no entry in the wide map", name, h, i)
 				}
 			}
+			if _, ok := l.big[Handle(h)]; nd.size() == sizeBig && !ok {
+				return 0, 0, errorf("%s: handle %d: size is in the big map, which has no entry for it", name, h)
+			}
 			prev = h
 			cnt++
 			bytes += l.sizeOf(Handle(h))
