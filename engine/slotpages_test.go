@@ -95,3 +95,56 @@ func TestSlotPagesSurviveShrinkRegrowAndRebuild(t *testing.T) {
 		})
 	}
 }
+
+// TestAdaptiveShardFillsEmptiesAndRefills drives an engine under Adaptive
+// (whose shards demote their protected entries when they first fill)
+// through a fill with hits, evictions, an update of every entry, removal
+// of everything and a refill past the cap again, with entries larger than
+// the shard's share now and then; the engine's Check (its accounting of
+// tracked bytes against the budget, slots, table) holds after every phase
+// and something was evicted in each round.
+func TestAdaptiveShardFillsEmptiesAndRefills(t *testing.T) {
+	const maxBytes = 1 << 20
+	e, _ := newTest(t, Config{Shards: 1, MaxBytes: maxBytes, Policy: evict.Adaptive})
+	val := func(i int) []byte {
+		if i%97 == 0 {
+			return make([]byte, 64<<10+i) // a size kept in the policy's big map
+		}
+		return make([]byte, 100+i%50)
+	}
+	for round := range 3 {
+		for i := range 12000 {
+			k := fmt.Sprintf("k%d", i)
+			if _, err := e.Set(k, val(i+round)); err != nil {
+				t.Fatalf("round %d, set %d: %v", round, i, err)
+			}
+			if i%3 == 0 {
+				e.Get(fmt.Sprintf("k%d", i/2))
+			}
+			if i%4000 == 0 {
+				mustCheck(t, e)
+			}
+		}
+		mustCheck(t, e)
+		if st := e.Stats(); st.Evicted == 0 {
+			t.Fatalf("round %d: nothing evicted", round)
+		}
+		var keys []string
+		for k := range e.Items() {
+			keys = append(keys, k)
+		}
+		for _, k := range keys {
+			if _, err := e.Set(k, []byte("short")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustCheck(t, e)
+		for _, k := range keys {
+			e.Delete(k)
+		}
+		mustCheck(t, e)
+		if n := e.Len(); n != 0 {
+			t.Fatalf("round %d: %d entries after deleting all", round, n)
+		}
+	}
+}
