@@ -49,7 +49,7 @@ import (
 //     and Sprite traces).
 //
 // When a shard first fills its cap (or first evicts, if no write fills it
-// exactly), every entry in its protected segment moves to probation,
+// exactly, or its cap is unknown), every entry in its protected segment moves to probation,
 // oldest first to probation's most recent end, so that they keep their
 // order ahead of the entries never hit: they were protected by hits while
 // everything fit, which says little about what is worth keeping once the

@@ -365,7 +365,12 @@ func (l *queues) checkQueues(name string, from, to uint8) (n int, total int64, e
 			for i := range 2 {
 				if v := nd.link(i); v >= linkLimit && v != linkNone && v != linkWide {
 					return 0, 0, errorf("%s: handle %d: raw link %d is %d, not below %d", name, h, i, v, linkLimit)
+				} else if w, ok := l.wide[Handle(h)]; v == linkWide && (!ok || w[i] == none) {
+					return 0, 0, errorf("%s: handle %d: raw link %d is wide, with no entry in the wide map", name, h, i)
 				}
+			}
+			if _, ok := l.big[Handle(h)]; nd.size() == sizeBig && !ok {
+				return 0, 0, errorf("%s: handle %d: size is in the big map, which has no entry for it", name, h)
 			}
 			prev = h
 			cnt++

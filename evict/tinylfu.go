@@ -123,7 +123,9 @@ type tinyLFUPolicy struct {
 	applied int
 	// filled is set, in a policy with a group, by the first Add that
 	// fills the cap or the first Victim, whichever comes first, which
-	// then demotes the protected entries (see demoteFilled).
+	// then demotes the protected entries (see demoteFilled). With no cap
+	// (hint <= 0) every Add that grows the total reaches the maximum,
+	// so only a Victim sets it.
 	filled bool
 }
 
@@ -342,7 +344,7 @@ func (p *tinyLFUPolicy) Add(h Handle, e Entry) {
 	p.count++
 	p.link(h, segWindow)
 	p.missN++
-	if p.group != nil && !p.filled && p.total >= p.maximum {
+	if p.group != nil && !p.filled && p.hint > 0 && p.total >= p.maximum {
 		p.demoteFilled()
 	}
 	if p.group != nil {
@@ -463,7 +465,7 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 
 // demoteFilled moves every protected entry to probation when an Adaptive
 // shard first fills its cap (or first evicts, if no Add filled it
-// exactly; see Adaptive's doc): the entries a filling shard protected were
+// exactly or the cap is unknown; see Adaptive's doc): the entries a filling shard protected were
 // hit while everything fit, which says little about which are worth
 // keeping once it is full. They move oldest first, each to probation's
 // most recent end, so they keep their order ahead of the entries that
