@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/expiry"
 	"github.com/tidekv/tide/internal/table"
 )
@@ -38,6 +39,9 @@ import (
 //   - an entry is tracked by the policy iff it is evictable (not pinned,
 //     and with a TTL under a volatile policy), and the evictable bytes
 //     equal the sum of tracked sizes;
+//   - the policy tracks exactly as many entries as the shard marks tracked
+//     (for a policy that reports Len), and a built-in policy's own
+//     invariants hold (evict.Check);
 //   - the free stack holds exactly the non-live slots, once each;
 //   - no version exceeds the shard's version counter.
 //
@@ -53,6 +57,13 @@ func (e *Engine) Check() error {
 		s := &e.shards[i]
 		if err := s.checkLocked(); err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %w", i, err))
+		}
+		// The policy is used only under the exclusive lock (drains
+		// included), which every shard's shared lock held here excludes.
+		if s.pol != nil {
+			if err := evict.Check(s.pol); err != nil {
+				errs = append(errs, fmt.Errorf("shard %d: policy %w", i, err))
+			}
 		}
 		bytes += s.bytes
 		evictb += s.evictb
@@ -89,7 +100,7 @@ func (s *shard) checkLocked() error {
 	} else if s.tab.Len() > 0 {
 		return fmt.Errorf("%d keys, nothing published to lock-free readers", s.tab.Len())
 	}
-	var live int
+	var live, trackedN int
 	var bytes, evictb int64
 	var keyBytes int
 	inTable := map[uint32]int{}
@@ -166,6 +177,7 @@ func (s *shard) checkLocked() error {
 		}
 		if tracked {
 			evictb += en.size()
+			trackedN++
 		}
 		if d := en.deadline(); d != 0 {
 			ttlLive++
@@ -182,6 +194,9 @@ func (s *shard) checkLocked() error {
 	}
 	if evictb != s.evictb {
 		return fmt.Errorf("evictable bytes %d, recorded %d", evictb, s.evictb)
+	}
+	if p, ok := s.pol.(interface{ Len() int }); ok && p.Len() != trackedN {
+		return fmt.Errorf("the policy tracks %d entries, the shard %d", p.Len(), trackedN)
 	}
 	if keyBytes+s.garbage != len(s.arena) {
 		return fmt.Errorf("arena %d bytes, live %d + garbage %d", len(s.arena), keyBytes, s.garbage)

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/internal/table"
 )
 
@@ -80,6 +82,41 @@ func TestCheckReportsABrokenRecordTriangle(t *testing.T) {
 			err = e.Check()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Check = %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckCatchesAPolicyOutOfStep guards Check's policy invariants: a
+// policy that lost an entry the shard still marks tracked, or whose own
+// state is inconsistent, fails the engine's Check.
+func TestCheckCatchesAPolicyOutOfStep(t *testing.T) {
+	for _, spec := range []evict.Spec{evict.TinyLFU, evict.Adaptive, evict.S3FIFO, evict.AllKeysLRU} {
+		t.Run(spec.Name, func(t *testing.T) {
+			e, err := New(Config{Shards: 1, MaxBytes: 1 << 20, Policy: spec, ExpiryInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			for i := range 20 {
+				if _, err := e.Set(fmt.Sprintf("k%d", i), []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.Check(); err != nil {
+				t.Fatalf("before: %v", err)
+			}
+			s, h := e.shardFor("k3")
+			s.mu.Lock()
+			slot, ok := s.findLocked("k3", h)
+			if !ok {
+				s.mu.Unlock()
+				t.Fatal("k3 not found")
+			}
+			s.pol.Remove(evict.Handle(slot)) // the shard still marks it tracked
+			s.mu.Unlock()
+			if err := e.Check(); err == nil || !strings.Contains(err.Error(), "the policy tracks 19 entries, the shard 20") {
+				t.Fatalf("after the policy lost a tracked entry: Check = %v, want the policy's count against the shard's", err)
 			}
 		})
 	}

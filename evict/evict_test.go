@@ -813,3 +813,55 @@ func TestQueuesMatchAModelAcrossLinkWidths(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReportsABrokenBuiltInPolicy guards evict.Check, which the
+// engine's Check runs for every shard: nil for a consistent built-in
+// policy and for a policy built elsewhere, an error once a built-in
+// policy's count no longer matches its lists.
+func TestCheckReportsABrokenBuiltInPolicy(t *testing.T) {
+	for _, spec := range evicting() {
+		t.Run(spec.Name, func(t *testing.T) {
+			p := spec.New(1 << 20)
+			for h := range Handle(50) {
+				p.Add(h, Entry{Hash: mix64(uint64(h) + 1), Size: 10, Deadline: int64(h) + 1})
+			}
+			if err := Check(p); err != nil {
+				t.Fatalf("consistent policy: Check = %v", err)
+			}
+			switch q := p.(type) {
+			case *tinyLFUPolicy:
+				q.count++
+			case *adaptivePolicy:
+				q.count++
+			case *s3fifoPolicy:
+				q.count++
+			case *lruPolicy:
+				q.heap = q.heap[:len(q.heap)-1]
+			case *lfuPolicy:
+				q.s.set.keys = q.s.set.keys[:len(q.s.set.keys)-1]
+			case *randomPolicy:
+				q.set.keys = q.set.keys[:len(q.set.keys)-1]
+			case *ttlPolicy:
+				q.s.set.keys = q.s.set.keys[:len(q.s.set.keys)-1]
+			default:
+				t.Fatalf("no way to break %T", p)
+			}
+			if err := Check(p); err == nil {
+				t.Fatalf("broken %T: Check = nil", p)
+			}
+		})
+	}
+	if err := Check(foreignPolicy{}); err != nil {
+		t.Fatalf("foreign policy: Check = %v, want nil", err)
+	}
+}
+
+// foreignPolicy is a Policy built outside the package's constructors.
+type foreignPolicy struct{}
+
+func (foreignPolicy) Add(Handle, Entry)           {}
+func (foreignPolicy) Update(Handle, Entry)        {}
+func (foreignPolicy) Remove(Handle)               {}
+func (foreignPolicy) Access(Handle)               {}
+func (foreignPolicy) Miss(uint64)                 {}
+func (foreignPolicy) Victim(int64) (Handle, bool) { return 0, false }

@@ -122,3 +122,17 @@ func (s Spec) NewShards(n int, shardBytes int64) []Policy {
 // NoEviction never evicts: a write that does not fit fails with
 // ErrOutOfMemory from the engine. It is the zero Spec.
 var NoEviction = Spec{Name: "noeviction"}
+
+// Check verifies the invariants of a policy built by this package — its
+// lists, counts, sizes and per-entry records agree, and an Adaptive
+// policy's shared miniature caches are consistent — and returns the first
+// violation, or nil (always nil for a policy built elsewhere). It is for
+// tests: O(entries), and an Adaptive policy's check takes its group's
+// mutex. Call it as the policy's other methods are called, under the
+// lock of the shard the policy serves.
+func Check(p Policy) error {
+	if c, ok := p.(interface{ check() error }); ok {
+		return c.check()
+	}
+	return nil
+}
