@@ -106,13 +106,7 @@ func TestCheckCatchesAPolicyOutOfStep(t *testing.T) {
 			if err := e.Check(); err != nil {
 				t.Fatalf("before: %v", err)
 			}
-			s, h := e.shardFor("k3")
-			s.mu.Lock()
-			slot, ok := s.findLocked("k3", h)
-			if !ok {
-				s.mu.Unlock()
-				t.Fatal("k3 not found")
-			}
+			s, _, slot := lockSlot(t, e, "k3")
 			s.pol.Remove(evict.Handle(slot)) // the shard still marks it tracked
 			s.mu.Unlock()
 			if err := e.Check(); err == nil || !strings.Contains(err.Error(), "the policy tracks 19 entries, the shard 20") {

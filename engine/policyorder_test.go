@@ -337,13 +337,7 @@ func TestDeferredUpdatePrecedesALaterDeadlineChange(t *testing.T) {
 	if _, err := e.SetTTL("k", []byte("v"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	s, h := e.shardFor("k")
-	s.mu.Lock()
-	slot, ok := s.findLocked("k", h)
-	if !ok {
-		s.mu.Unlock()
-		t.Fatal("k not found")
-	}
+	s, h, slot := lockSlot(t, e, "k")
 	en := s.at(slot)
 	d1 := en.deadline()
 	p.calls = nil
