@@ -37,8 +37,9 @@
 //
 // A Table is not safe for concurrent mutation; the engine guards it with its
 // shard lock. Concurrent Find calls are safe. Every store to a word of the
-// live array is atomic, so a lock-free reader may probe Words with
-// LoadNext while one writer mutates the table: it gets a possibly
+// live array is atomic, so a lock-free reader may probe Words (Home, then
+// Goes and Step, loading each word atomically) while one writer mutates
+// the table: it gets a possibly
 // inconsistent view (which the engine detects with its shard sequence
 // count), never a data race.
 package table
@@ -157,49 +158,18 @@ func passed(w uint64, tag uint32, h, j, n int) bool {
 	return dist(home(uint32(w>>32), n), j, n) < dist(h, j, n)
 }
 
-// Words returns the table's word array for a lock-free reader (LoadNext,
-// or its loop written inline with Home, Goes and Step).
+// Words returns the table's word array for a lock-free reader (a probe
+// written with Home, Goes and Step).
 // The table replaces the array when it resizes; a reader holding an old one
 // reads stale words, never freed memory.
 func (t *Table) Words() []uint64 { return t.words }
 
-// LoadNext is Next over words (from Words) read with atomic loads, for a
-// reader that does not hold the writer's lock. A probe under concurrent
-// mutation may skip or repeat words; it gives up (false, with *i = -1)
-// after len(words) words. Start the probe at Home(words, tag). The
-// engine's reader writes this loop inline (Home once, then Goes and Step),
-// which spares a call and the home's recomputation per probe.
-func LoadNext(words []uint64, tag uint32, i *int) (uint32, bool) {
-	if *i < 0 || *i >= len(words) {
-		*i = -1
-		return 0, false
-	}
-	j, n := *i, len(words)
-	h := home(tag, n)
-	for range n {
-		w := atomic.LoadUint64(&words[j])
-		if w == 0 {
-			break
-		}
-		if uint32(w>>32) == tag {
-			*i = Step(j, n)
-			return uint32(w) - 1, true
-		}
-		if !Goes(w, tag, h, j, n) {
-			break
-		}
-		j = Step(j, n)
-	}
-	*i = -1
-	return 0, false
-}
-
 // Goes reports whether a probe for tag, started at home h, goes on past
 // the word w it found at j in words of length n (w is not empty and holds
 // another tag): false once it has passed every word homed at h. With Home
-// and Step it lets a lock-free reader write LoadNext's loop inline, with
-// the home computed once (loading each word with an atomic load, as
-// LoadNext does).
+// and Step it lets a lock-free reader write Next's loop inline over Words,
+// with the home computed once and each word read with an atomic load (the
+// engine's reader does; the tests' loadNext is the same loop).
 func Goes(w uint64, tag uint32, h, j, n int) bool {
 	return !((uint32(w>>32) > tag || j < h) && passed(w, tag, h, j, n))
 }
