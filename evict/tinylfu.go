@@ -464,10 +464,10 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 }
 
 // demoteFilled moves every protected entry to probation when an Adaptive
-// shard first fills its cap (or first evicts, if no Add filled it
-// exactly or the cap is unknown; see Adaptive's doc): the entries a filling shard protected were
-// hit while everything fit, which says little about which are worth
-// keeping once it is full. They move oldest first, each to probation's
+// shard first fills its cap (or first evicts, if no Add filled it exactly
+// or the cap is unknown; see Adaptive's doc): the entries a filling shard
+// protected were hit while everything fit, which says little about which
+// are worth keeping once it is full. They move oldest first, each to probation's
 // most recent end, so they keep their order ahead of the entries that
 // were never hit. It runs once per policy, a pass over at most the
 // entries the Adds before it linked (spreading it over several calls, as
