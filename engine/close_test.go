@@ -22,7 +22,11 @@ import (
 // engineGoroutines counts the goroutines that package engine started (the
 // active expiry loop is the only kind), whether running or not yet
 // started.
-func engineGoroutines() int {
+func engineGoroutines() int { return len(engineGoroutineStacks()) }
+
+// engineGoroutineStacks returns the stacks of the goroutines that package
+// engine started, for failure messages.
+func engineGoroutineStacks() []string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -32,13 +36,13 @@ func engineGoroutines() int {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	count := 0
+	var stacks []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		if strings.Contains(g, "created by github.com/tidekv/tide/engine.") {
-			count++
+			stacks = append(stacks, g)
 		}
 	}
-	return count
+	return stacks
 }
 
 // waitFor polls cond for up to 5 s.
@@ -56,7 +60,12 @@ func waitFor(cond func() bool) bool {
 // started has ended: the expiry loops (found by stack) and the process's
 // goroutine count, which returns to where it was.
 func TestCloseEndsGoroutines(t *testing.T) {
-	baseLoops := engineGoroutines()
+	// An earlier test's loop may still be returning after its Close did
+	// (Close waits for the loop's deferred Done, not for its return):
+	// start from none, or report the one that stays.
+	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
+		t.Fatalf("expiry loops left running by earlier tests:\n%s", strings.Join(engineGoroutineStacks(), "\n\n"))
+	}
 	baseAll := runtime.NumGoroutine()
 	var engines []*engine.Engine
 	var expiring []chan struct{} // closed at the first removal by an engine whose loop runs soon
@@ -70,6 +79,7 @@ func TestCloseEndsGoroutines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { e.Close() }) // so that a failure here leaves no loop to fail the next tests
 		if iv >= 0 && iv < time.Second {
 			expiring = append(expiring, removed)
 		}
@@ -78,9 +88,9 @@ func TestCloseEndsGoroutines(t *testing.T) {
 		}
 		engines = append(engines, e)
 	}
-	wantLoops := baseLoops + 16 // the four intervals ≥ 0 start a loop each; -1 does not
+	wantLoops := 16 // the four intervals ≥ 0 start a loop each; -1 does not
 	if n := engineGoroutines(); n != wantLoops {
-		t.Fatalf("%d expiry loops running, want %d", n, wantLoops)
+		t.Fatalf("%d expiry loops running, want %d:\n%s", n, wantLoops, strings.Join(engineGoroutineStacks(), "\n\n"))
 	}
 	// Close while the loops work: wait until each that runs soon has
 	// expired something.
@@ -109,8 +119,8 @@ func TestCloseEndsGoroutines(t *testing.T) {
 	}
 	// Close waited for every loop (wg.Wait); a loop may still be exiting
 	// after its deferred Done.
-	if !waitFor(func() bool { return engineGoroutines() == baseLoops }) {
-		t.Fatalf("%d expiry loops still running after Close, want %d", engineGoroutines(), baseLoops)
+	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
+		t.Fatalf("%d expiry loops still running after Close, want 0:\n%s", engineGoroutines(), strings.Join(engineGoroutineStacks(), "\n\n"))
 	}
 	if !waitFor(func() bool { return runtime.NumGoroutine() <= baseAll }) {
 		t.Fatalf("%d goroutines after Close, %d before", runtime.NumGoroutine(), baseAll)
@@ -468,7 +478,7 @@ func TestListenerBlocks(t *testing.T) {
 	}
 	close(release) // lets the delete and the expiry listener return
 	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
-		t.Fatal("the expiry goroutine did not end after its listener returned")
+		t.Fatalf("the expiry goroutine did not end after its listener returned:\n%s", strings.Join(engineGoroutineStacks(), "\n\n"))
 	}
 	if err := e.Check(); err != nil {
 		t.Fatal(err)
@@ -505,7 +515,7 @@ func TestCloseStartsNoExpiryListenerAfterReturn(t *testing.T) {
 	atClose := started.Load()
 	close(release)
 	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
-		t.Fatal("the expiry goroutine outlives its listener after Close")
+		t.Fatalf("the expiry goroutine outlives its listener after Close:\n%s", strings.Join(engineGoroutineStacks(), "\n\n"))
 	}
 	if n := started.Load(); n != atClose {
 		t.Fatalf("%d listener calls started after Close returned", n-atClose)
@@ -582,6 +592,6 @@ func TestListenerCallsClose(t *testing.T) {
 		t.Fatal("Close called by a listener on the expiry goroutine deadlocks")
 	}
 	if !waitFor(func() bool { return engineGoroutines() == 0 }) {
-		t.Fatal("expiry goroutine still running after Close")
+		t.Fatalf("expiry goroutine still running after Close:\n%s", strings.Join(engineGoroutineStacks(), "\n\n"))
 	}
 }

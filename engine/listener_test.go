@@ -104,7 +104,7 @@ func TestCloseNeverDeadlocks(t *testing.T) {
 				t.Fatal("a third Close did not return")
 			}
 			if !waitFor(func() bool { return engineGoroutines() == 0 }) {
-				t.Fatal("the expiry goroutine outlives Close")
+				t.Fatalf("the expiry goroutine outlives Close:\n%s", strings.Join(engineGoroutineStacks(), "\n\n"))
 			}
 		})
 	}
