@@ -198,6 +198,9 @@ func (s *shard) drainReadsLocked() {
 	for i := range l.access {
 		st := &l.access[i]
 		h, t := st.head.Load(), st.tail.Load()
+		if h == t {
+			continue // an empty stripe's line is only read: the readers keep it
+		}
 		for j := h; j != t; j++ {
 			s.pol.Access(evict.Handle(st.slots[j%accessSlots].Load()))
 		}
@@ -206,8 +209,11 @@ func (s *shard) drainReadsLocked() {
 	}
 	for i := range l.miss {
 		st := &l.miss[i]
-		t := st.tail.Load()
-		for j := st.head.Load(); j != t; j++ {
+		h, t := st.head.Load(), st.tail.Load()
+		if h == t {
+			continue
+		}
+		for j := h; j != t; j++ {
 			s.pol.Miss(st.slots[j%missSlots].Load())
 		}
 		st.head.Store(t)

@@ -154,6 +154,7 @@ func TestPublish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { v.Set(nil) }) // expvar names are for the process's life: free it for -count > 1
 	if expvar.Get("tide-test-publish") != v {
 		t.Fatal("Publish did not publish its Var")
 	}
@@ -173,7 +174,9 @@ func TestPublish(t *testing.T) {
 		t.Errorf("Publish after detach = %p, %v; want the same Var attached to e2", reused, err)
 	}
 
-	expvar.NewInt("tide-test-int")
+	if expvar.Get("tide-test-int") == nil { // published once per process (-count > 1)
+		expvar.NewInt("tide-test-int")
+	}
 	if _, err := expvarstats.Publish("tide-test-int", e1); !errors.Is(err, expvarstats.ErrNameTaken) {
 		t.Errorf("Publish over an expvar.Int = %v, want ErrNameTaken", err)
 	}
@@ -201,6 +204,9 @@ func TestPublishRace(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if vars[0] != nil {
+		t.Cleanup(func() { vars[0].Set(nil) })
+	}
 	for i := range vars {
 		if vars[i] != vars[0] {
 			t.Fatalf("Publish %d returned a different Var", i)
@@ -211,9 +217,11 @@ func TestPublishRace(t *testing.T) {
 // TestDebugVars scrapes /debug/vars as an operator would.
 func TestDebugVars(t *testing.T) {
 	e, clk := newEngine(t, engine.Config{Shards: 1})
-	if _, err := expvarstats.Publish("tide-test-http", e); err != nil {
+	v, err := expvarstats.Publish("tide-test-http", e)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { v.Set(nil) })
 	drive(t, e, clk)
 	srv := httptest.NewServer(expvar.Handler())
 	defer srv.Close()
