@@ -724,6 +724,12 @@ func TestWideLinksBehaveLikeNarrowOnes(t *testing.T) {
 				p := &victimLog{Policy: spec.New(300)}
 				c := p.Policy.(interface{ check() error })
 				cacheRun(t, p, 300, keys, func(i int) {
+					// Every step while the cache fills and wide links
+					// first appear, then every 8th (a broken link stays
+					// broken; the victims compared below cover every step).
+					if i >= 600 && i%8 != 0 {
+						return
+					}
 					if err := c.check(); err != nil {
 						t.Fatalf("limit %d, step %d: %v", limit, i, err)
 					}
