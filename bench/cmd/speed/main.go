@@ -28,6 +28,12 @@
 //	go run ./cmd/speed -from results/speed.json -md results/speed.md -charts charts
 //	go run ./cmd/speed -quick                  # CI smoke: toy sizes, one round, seconds
 //
+// To see where one cache spends a cell's time, run the child alone with a
+// CPU profile of its timed loops (-mixes picks the mixes):
+//
+//	go run ./cmd/speed -child -cache tide-capped -paths View -cpu 1 -mixes 50-50 -benchtime 4s -cpuprofile /tmp/cpu.out
+//	go tool pprof -top /tmp/cpu.out
+//
 // -cpu values above the machine's core count show how a cache behaves
 // under contention (more runnable goroutines than cores), not how it
 // scales; the output says so.
@@ -43,6 +49,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,6 +105,8 @@ type options struct {
 	cache string
 	cpu   int
 	round int
+	mixes []bench.Mix // the mixes a child times (all by default)
+	prof  string      // write a CPU profile of the child's timed loops here
 	paths []bench.ReadPath
 }
 
@@ -131,6 +140,8 @@ func parseArgs(args []string) (options, error) {
 	fs.StringVar(&o.cache, "cache", "", "internal (-child): the cache (a bench peer name)")
 	fs.IntVar(&o.round, "round", 0, "internal (-child): the round")
 	paths := fs.String("paths", "AppendGet", "internal (-child): read paths (Get, AppendGet, View)")
+	mixes := fs.String("mixes", "", "with -child: only these mixes (e.g. 90-10,50-50; default all)")
+	fs.StringVar(&o.prof, "cpuprofile", "", "with -child: write a CPU profile of the timed loops to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -183,6 +194,20 @@ func parseArgs(args []string) (options, error) {
 			return o, fmt.Errorf("%w %q (have Get, AppendGet, View)", errBadPath, p)
 		}
 		o.paths = append(o.paths, bench.ReadPaths[i])
+	}
+	o.mixes = bench.Mixes
+	if *mixes != "" {
+		o.mixes = nil
+		for _, m := range bench.SplitComma(*mixes) {
+			i := slices.IndexFunc(bench.Mixes, func(x bench.Mix) bool { return x.Name == m })
+			if i < 0 {
+				return o, fmt.Errorf("%w: unknown mix %q", errBadArg, m)
+			}
+			o.mixes = append(o.mixes, bench.Mixes[i])
+		}
+	}
+	if !o.child && (*mixes != "" || o.prof != "") {
+		return o, fmt.Errorf("%w: -mixes and -cpuprofile go with -child (a report needs every mix)", errBadArg)
 	}
 	if o.child {
 		if _, err := bench.Lookup(o.cache); err != nil {
@@ -358,7 +383,18 @@ func runCell(o options) (cell, error) {
 	bench.Fill(c, d.Keys, d.Value, false)
 	out := cell{Cache: o.cache, CPU: o.cpu, Round: o.round, Keys: o.keys, Resident: c.Len()}
 	runtime.GC()
-	for _, m := range bench.Mixes {
+	if o.prof != "" {
+		f, err := os.Create(o.prof)
+		if err != nil {
+			return out, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return out, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	for _, m := range o.mixes {
 		for _, path := range o.paths {
 			r := result{Mix: m.Name, Path: path.String()}
 			if !bench.Supports(c, path) {

@@ -32,7 +32,8 @@ func TestParseArgs(t *testing.T) {
 		check   func(t *testing.T, o options)
 	}{
 		{"defaults", nil, nil, func(t *testing.T, o options) {
-			if !slices.Equal(o.cpus, []int{1, 2}) || o.rounds != 3 || o.keys != 1_000_000 || o.benchtime != "400ms" || len(o.groups) != 2 || o.child {
+			if !slices.Equal(o.cpus, []int{1, 2}) || o.rounds != 3 || o.keys != 1_000_000 || o.benchtime != "400ms" || len(o.groups) != 2 || o.child ||
+				len(o.mixes) != len(bench.Mixes) || o.prof != "" {
 				t.Errorf("defaults = %+v", o)
 			}
 		}},
@@ -72,6 +73,14 @@ func TestParseArgs(t *testing.T) {
 			}
 		}},
 		{"from with a measurement flag", []string{"-from", "results/speed.json", "-cpu", "4"}, errBadArg, nil},
+		{"child mixes and profile", []string{"-child", "-cache", "tide", "-cpu", "1", "-mixes", "50-50,90-10", "-cpuprofile", "p.out"}, nil, func(t *testing.T, o options) {
+			if len(o.mixes) != 2 || o.mixes[0].Name != "50-50" || o.mixes[1].Name != "90-10" || o.prof != "p.out" {
+				t.Errorf("mixes = %v, prof = %q", o.mixes, o.prof)
+			}
+		}},
+		{"unknown mix", []string{"-child", "-cache", "tide", "-cpu", "1", "-mixes", "60-40"}, errBadArg, nil},
+		{"mixes without child", []string{"-mixes", "50-50"}, errBadArg, nil},
+		{"profile without child", []string{"-cpuprofile", "p.out"}, errBadArg, nil},
 		{"from with out", []string{"-from", "results/speed.json", "-out", "again.json"}, errBadArg, nil},
 	}
 	for _, tt := range tests {
