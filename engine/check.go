@@ -100,6 +100,9 @@ func (s *shard) checkLocked() error {
 	} else if s.tab.Len() > 0 {
 		return fmt.Errorf("%d keys, nothing published to lock-free readers", s.tab.Len())
 	}
+	if !s.ents.checkHint() {
+		return fmt.Errorf("the slot array remembers word %d for slot %d, which holds another", s.ents.lastWord, int(s.ents.last)-1)
+	}
 	var live, trackedN int
 	var bytes, evictb int64
 	var keyBytes int

@@ -31,7 +31,7 @@ func TestCheckReportsABrokenRecordTriangle(t *testing.T) {
 			s.tab.Replace(table.Tag(s.hash([]byte(key))), recRef(off), recRef(oldOff))
 		}, "table names offset", false},
 		{"ents names the record a move left", func(s *shard, slot, oldOff, off uint32) {
-			atomic.StoreUint32(s.ents.ptr(slot), oldOff+1)
+			s.ents.set(slot, oldOff+1)
 		}, "table names offset", false},
 		{"record names another slot", func(s *shard, slot, oldOff, off uint32) {
 			atomic.StoreUint32(hdr32(s.arena, off+hdrSlot), slot+1)

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"sync/atomic"
-
 	"github.com/tidekv/tide/evict"
 	"github.com/tidekv/tide/expiry"
 	"github.com/tidekv/tide/internal/table"
@@ -80,7 +78,7 @@ func (s *shard) relocateLocked(en entry, add uint32) entry {
 	copy(s.arena[keyAt(off, kw):], en.key())
 	copy(s.arena[valueAt(off, kw):], en.value())
 	s.garbage += en.recLen()
-	atomic.StoreUint32(s.ents.ptr(slot), off+1)
+	s.ents.set(slot, off+1)
 	s.tab.Replace(table.Tag(s.hash(en.key())), recRef(en.off), recRef(off))
 	return s.at(slot)
 }

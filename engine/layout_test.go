@@ -173,6 +173,50 @@ func TestStoreValueRoundTripsEveryLength(t *testing.T) {
 	}
 }
 
+// TestSlotHintFollowsEveryStore guards the remembered slot word: get
+// answers the remembered slot from the copy, a store to that slot through
+// set updates the copy, a store to another slot leaves it, and a zeroed
+// copy of the array remembers nothing.
+func TestSlotHintFollowsEveryStore(t *testing.T) {
+	var a slots
+	for range 3 * slotPage {
+		a.push()
+	}
+	const s1, s2 = slotPage + 5, 2*slotPage + 1
+	a.set(s1, 10)
+	a.set(s2, 20)
+	a.remember(s1, 10)
+	steps := []struct {
+		name   string
+		do     func()
+		s1, s2 uint32
+	}{
+		{"remembered", func() {}, 10, 20},
+		{"store to the remembered slot", func() { a.set(s1, 11) }, 11, 20},
+		{"store to another slot", func() { a.set(s2, 21) }, 11, 21},
+		{"freed", func() { a.set(s1, 0) }, 0, 21},
+		{"reused", func() { a.set(s1, 12) }, 12, 21},
+		{"another slot remembered", func() { a.remember(s2, 21); a.set(s1, 13) }, 13, 21},
+	}
+	for _, st := range steps {
+		st.do()
+		if got1, got2 := a.get(s1), a.get(s2); got1 != st.s1 || got2 != st.s2 {
+			t.Fatalf("%s: got %d, %d, want %d, %d", st.name, got1, got2, st.s1, st.s2)
+		}
+		if !a.checkHint() {
+			t.Fatalf("%s: the remembered word is not the page's", st.name)
+		}
+	}
+	a.lastWord++ // what a store that bypassed set would leave
+	if a.checkHint() {
+		t.Fatal("checkHint accepts a remembered word the page does not hold")
+	}
+	a.lastWord--
+	if z := a.zeroed(); z.last != 0 || z.get(s2) != 0 {
+		t.Fatalf("zeroed remembers slot %d (word %d)", z.last, z.get(s2))
+	}
+}
+
 // TestSlotsKeepEverySlotAcrossPages guards the paged slot array: slots
 // pushed across several pages keep their words, zeroed has as many slots,
 // all free, and no page holds more than a quarter of a page unused.
@@ -183,7 +227,7 @@ func TestSlotsKeepEverySlotAcrossPages(t *testing.T) {
 			if got := a.push(); got != uint32(i) {
 				t.Fatalf("n=%d: push %d returned slot %d", n, i, got)
 			}
-			*a.ptr(uint32(i)) = uint32(i)*7 + 1
+			a.set(uint32(i), uint32(i)*7+1)
 		}
 		if a.len() != n {
 			t.Fatalf("n=%d: len %d", n, a.len())
@@ -209,7 +253,7 @@ func TestSlotsKeepEverySlotAcrossPages(t *testing.T) {
 				t.Fatalf("n=%d: zeroed slot %d is %d", n, i, z.get(uint32(i)))
 			}
 		}
-		*z.ptr(0) = 99
+		z.set(0, 99)
 		if a.get(0) == 99 {
 			t.Fatalf("n=%d: zeroed shares memory with its source", n)
 		}

@@ -381,7 +381,7 @@ func (e *Engine) peekHit(s *shard, pk *peeked) {
 // counted read logs a missing key for the policy and counts a miss.
 func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en entry, now int64, ok bool) {
 	s.mu.RLock()
-	slot, ok := s.findLocked(key, h)
+	slot, off, ok := s.findRecordLocked(key, h)
 	if !ok {
 		s.mu.RUnlock()
 		if counted {
@@ -389,7 +389,7 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 		}
 		return entry{}, 0, false
 	}
-	en = s.at(slot)
+	en = entry{s, slot, off} // the table's offset: no read of the slot array
 	if d := en.deadline(); d != 0 {
 		if now = e.now(); now >= d {
 			s.mu.RUnlock()
@@ -517,13 +517,19 @@ func (e *Engine) expireNow(s *shard, key string, h uint64) {
 
 // lookupLocked finds key for a writer, removing it first if it is due. It
 // returns the slot and whether a live entry exists.
+//
+// The writer is about to use the slot's entry (s.at), so it remembers
+// the slot's word (slots.remember): the record's offset, which the lookup
+// has just read from the table, spares it a read of the slot array.
 func (s *shard) lookupLocked(key string, h uint64, now int64, ev *[]Removal) (uint32, bool) {
-	slot, ok := s.findLocked(key, h)
-	if ok {
-		if d := s.at(slot).deadline(); d != 0 && now >= d {
-			s.removeLocked(slot, h, CauseExpired, ev)
-			return 0, false
-		}
+	slot, off, ok := s.findRecordLocked(key, h)
+	if !ok {
+		return 0, false
 	}
-	return slot, ok
+	s.ents.remember(slot, off+1)
+	if d := (entry{s, slot, off}).deadline(); d != 0 && now >= d {
+		s.removeLocked(slot, h, CauseExpired, ev)
+		return 0, false
+	}
+	return slot, true
 }

@@ -37,7 +37,9 @@ import (
 //     free slot (free slots are kept on a stack and reused). The slot is the
 //     entry's handle for the eviction policy and the expiry index, which
 //     reach the record through ents; the record names its slot, so a
-//     reader that found the record by its key has the handle too.
+//     reader that found the record by its key has the handle too. A
+//     writer that found a key through the table remembers the slot's word
+//     (slots.remember), so the write does not read ents at all.
 //   - tab table.Table: open addressing from a 32-bit tag of the key hash to
 //     the record's arena offset (in 8-byte units, recRef; 8 bytes a word),
 //     so a lookup goes from the table word straight to the record, without

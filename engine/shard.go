@@ -212,19 +212,26 @@ func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
 // findLocked returns the slot holding key. s.mu must be held (shared or
 // exclusive).
 func (s *shard) findLocked(key string, hash uint64) (uint32, bool) {
+	slot, _, ok := s.findRecordLocked(key, hash)
+	return slot, ok
+}
+
+// findRecordLocked is findLocked that also returns the arena offset of
+// the key's record. s.mu must be held (shared or exclusive).
+func (s *shard) findRecordLocked(key string, hash uint64) (slot, off uint32, ok bool) {
 	tag := table.Tag(hash)
 	i := s.tab.Start(tag)
 	for {
 		ref, ok := s.tab.Next(tag, &i)
 		if !ok {
-			return 0, false
+			return 0, 0, false
 		}
 		off := refOff(ref)
 		// The flags word is read atomically: a View may set flagViewed
 		// without the exclusive lock.
 		if kw := atomic.LoadUint32(hdr32(s.arena, off+hdrKlen)); int(kw&maxKeyLen) == len(key) &&
 			string(s.arena[keyAt(off, kw):keyAt(off, kw)+kw&maxKeyLen]) == key {
-			return atomic.LoadUint32(hdr32(s.arena, off+hdrSlot)), true
+			return atomic.LoadUint32(hdr32(s.arena, off+hdrSlot)), off, true
 		}
 	}
 }
@@ -376,7 +383,7 @@ func (s *shard) rebuildLocked(n int, open bool) {
 		na = na[:off+recSize(int(kl), int(vl), flags)]
 		putHeader(na, uint32(off), en.version(), d, vl, kl, flags, uint32(i))
 		copy(na[keyAt(uint32(off), kl|flags<<24):], s.arena[keyAt(en.off, en.kw()):int(en.off)+en.recLen()])
-		*ne.ptr(uint32(i)) = uint32(off) + 1
+		ne.set(uint32(i), uint32(off)+1)
 	}
 	// Every table word names its record's old offset; the old record
 	// names its slot, and ne the slot's new offset.
@@ -526,7 +533,7 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	case CauseDeleted:
 		s.deleted++
 	}
-	atomic.StoreUint32(s.ents.ptr(slot), 0)
+	s.ents.set(slot, 0)
 	s.free = append(s.free, slot)
 	if hadTTL {
 		s.ttlLive-- // its index item is now garbage

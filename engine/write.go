@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/internal/table"
@@ -212,7 +211,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			flags = old.flags()&^flagViewed | flags
 			s.writeRecordLocked(off, old.version(), old.deadline(), key, value, flags, slot)
 			s.garbage += old.recLen()
-			atomic.StoreUint32(s.ents.ptr(slot), off+1)
+			s.ents.set(slot, off+1)
 			s.tab.Replace(table.Tag(h), recRef(old.off), recRef(off))
 			en = s.at(slot)
 		}
@@ -242,7 +241,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 		flags |= flagPinned
 	}
 	s.writeRecordLocked(off, s.version, 0, key, value, flags, slot)
-	atomic.StoreUint32(s.ents.ptr(slot), off+1) // the record is complete first
+	s.ents.set(slot, off+1) // the record is complete first
 	en := s.at(slot)
 	en = s.setDeadlineLocked(en, deadline)
 	s.insertLocked(table.Tag(h), recRef(off))
