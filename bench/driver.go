@@ -122,6 +122,14 @@ type Env struct {
 	CPUs   int    `json:"cpus"`
 	CPU    string `json:"cpu"`
 	Module string `json:"module,omitempty"`
+	// THP is Linux's transparent huge page mode (the bracketed word of
+	// /sys/kernel/mm/transparent_hugepage/enabled: always, madvise or
+	// never), "" elsewhere. It moves random-access figures: the Go runtime
+	// asks for no huge pages, so under madvise (most distributions'
+	// default) a cache's large arrays are mapped in 4 KiB pages, and a
+	// lookup in them pays TLB misses (page walks cost more under a
+	// hypervisor); under always the kernel backs them with 2 MiB pages.
+	THP string `json:"thp,omitempty"`
 }
 
 // Environment returns the Env of this process.
@@ -145,7 +153,21 @@ func Environment() Env {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		e.Module = bi.Main.Path
 	}
+	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err == nil {
+		e.THP = thpMode(string(b))
+	}
 	return e
+}
+
+// thpMode returns the selected mode of a transparent_hugepage/enabled
+// file ("always [madvise] never" → "madvise"), or "" if none is marked.
+func thpMode(s string) string {
+	for _, f := range strings.Fields(s) {
+		if len(f) > 2 && f[0] == '[' && f[len(f)-1] == ']' {
+			return f[1 : len(f)-1]
+		}
+	}
+	return ""
 }
 
 // LoadAvg returns the 1, 5 and 15 minute load averages of the machine as

@@ -125,3 +125,17 @@ func TestSupportsFollowsTheAdapter(t *testing.T) {
 		c.Close()
 	}
 }
+
+func TestTHPModeReadsTheSelectedWord(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"always [madvise] never\n", "madvise"},
+		{"[always] madvise never\n", "always"},
+		{"always madvise [never]", "never"},
+		{"always madvise never", ""},
+		{"", ""},
+	} {
+		if got := thpMode(tt.in); got != tt.want {
+			t.Errorf("thpMode(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

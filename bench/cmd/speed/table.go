@@ -96,8 +96,12 @@ func render(o options, env machine, cells []cell) string {
 	pf := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	pf("## Speed: tide side by side with its peers (cmd/speed)\n\n")
 	pf("- **Command** (from bench/): `%s`\n", env.Command)
-	pf("- **Machine**: %s, %s, nproc %d, %s; GOMAXPROCS of the parent %d (each child sets GOMAXPROCS to its -cpu value); load average (1, 5, 15 min) at start %s, at end %s; %s, elapsed %s.\n",
-		env.OS, env.CPU, env.CPUs, env.Go, env.GOMAXPROCS, env.LoadStart, env.LoadEnd, env.Date, env.Elapsed)
+	thp := env.THP
+	if thp == "" {
+		thp = "not recorded"
+	}
+	pf("- **Machine**: %s, %s, nproc %d, %s; transparent huge pages: %s; GOMAXPROCS of the parent %d (each child sets GOMAXPROCS to its -cpu value); load average (1, 5, 15 min) at start %s, at end %s; %s, elapsed %s.\n",
+		env.OS, env.CPU, env.CPUs, env.Go, thp, env.GOMAXPROCS, env.LoadStart, env.LoadEnd, env.Date, env.Elapsed)
 	pf("- **Workload**: %d keys of %d B, %d B values, a Zipf 1.01 trace of %d operations (each goroutine from its own offset), the cache pre-filled, no TTLs; %d round(s), interleaved, one process per cache, -cpu value and round; -benchtime %s per loop; medians over rounds.\n",
 		o.keys, bench.KeyLen, bench.ValueLen, bench.TraceLen, o.rounds, o.benchtime)
 	pf("- **Cells**: wall ns/op · CPU ns/op (user + system time of the child over the timed loop, GC included) · allocs/op; in parentheses the throughput relative to the table's first column (its ns/op ÷ this ns/op: at or above 1.00× is at least as fast), from wall and from CPU time. n/a: the cache has no such read path (tide View needs a zero-copy read in the engine).\n")
