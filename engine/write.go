@@ -191,7 +191,9 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			// which only makes a later overwrite append.)
 			kl, flags := int(kw&maxKeyLen), kw>>24
 			storeValue(s.arena, valueAt(en.off, kw), value)
-			en.setVlen(uint32(len(value)))
+			if len(value) != vl { // each store is an XCHG on amd64
+				en.setVlen(uint32(len(value)))
+			}
 			if flags&flagViewed != 0 {
 				en.setFlags(flags &^ flagViewed)
 			}
