@@ -123,9 +123,9 @@ type tinyLFUPolicy struct {
 	applied int
 	// filled is set, in a policy with a group, by the first Add that
 	// fills the cap or the first Victim, whichever comes first, which
-	// then demotes the protected entries (see demoteFilled). With no cap
-	// (hint <= 0) every Add that grows the total reaches the maximum,
-	// so only a Victim sets it.
+	// then demotes the protected entries if the group's miniature caches
+	// are exact (see demoteFilled). With no cap (hint <= 0) every Add
+	// that grows the total reaches the maximum, so only a Victim sets it.
 	filled bool
 }
 
@@ -465,15 +465,21 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 
 // demoteFilled moves every protected entry to probation when an Adaptive
 // shard first fills its cap (or first evicts, if no Add filled it exactly
-// or the cap is unknown; see Adaptive's doc): the entries a filling shard
-// protected were hit while everything fit, which says little about which
-// are worth keeping once it is full. They move oldest first, each to probation's
-// most recent end, so they keep their order ahead of the entries that
-// were never hit. It runs once per policy, a pass over at most the
-// entries the Adds before it linked (spreading it over several calls, as
-// maintain spreads its moves, lost 0.1 point on P3 at 100k entries).
+// or the cap is unknown; see Adaptive's doc), unless its group's miniature
+// caches sample the keys (a cache of more than adaptiveFull entries in
+// all, where Adaptive's doc has what the demotion cost): the entries a
+// filling shard protected were hit while everything fit, which says
+// little about which are worth keeping once it is full. They move oldest
+// first, each to probation's most recent end, so they keep their order
+// ahead of the entries that were never hit. It runs once per policy, a
+// pass over at most the entries the Adds before it linked (spreading it
+// over several calls, as maintain spreads its moves, lost 0.1 point on P3
+// at 100k entries).
 func (p *tinyLFUPolicy) demoteFilled() {
 	p.filled = true
+	if p.group.sampling() {
+		return
+	}
 	for p.q[segProtected].n > 0 {
 		p.move(Handle(p.q[segProtected].tail), segProbation)
 	}
