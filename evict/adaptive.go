@@ -48,22 +48,31 @@ import (
 //     dominates and high counts are a negative signal (the Scarab, P3
 //     and Sprite traces).
 //
-// When a shard first fills its cap (or first evicts, if no write fills it
-// exactly, or its cap is unknown), every entry in its protected segment moves to probation,
-// oldest first to probation's most recent end, so that they keep their
-// order ahead of the entries never hit: they were protected by hits while
-// everything fit, which says little about what is worth keeping once the
-// shard is full (on traces that change phase, they are the first
-// phase's), and the first duels then weigh them by the sketch like the
-// others. Caffeine and otter start similarly: they apply no read until
-// the cache is half full. Over bench/HITRATIO.md's rows (policy alone,
-// its seeds) this gained up to 0.29 points on the multi1, multi2, multi3
-// and Sprite traces, 0.14 to 0.21 on Corda+loop+Corda at 500, 1000 and
-// 2000 entries and 0.13 on P3 at 25k, and lost at most 0.05 on a row
-// (multi1 at 1500, P3 at 100k 0.02); ignoring reads
-// until half full, as Caffeine does, gained as much on multi2 but lost up
-// to 0.12 on the large Zipf rows and 0.08 on multi3 at 500, and demoting
-// at half full lost 0.08 there too. The miniature caches do not demote.
+// When a shard of a cache of up to adaptiveFull entries in all (whose
+// miniature caches are exact) first fills its cap (or first evicts, if no
+// write fills it exactly, or its cap is unknown), every entry in its
+// protected segment moves to probation, oldest first to probation's most
+// recent end, so that they keep their order ahead of the entries never
+// hit: they were protected by hits while everything fit, which says
+// little about what is worth keeping once the shard is full (on traces
+// that change phase, they are the first phase's), and the first duels
+// then weigh them by the sketch like the others. Caffeine and otter start
+// similarly: they apply no read until the cache is half full. Over
+// bench/HITRATIO.md's rows (policy alone, its seeds) this gained up to
+// 0.29 points on the multi1, multi2, multi3 and Sprite traces and 0.14 to
+// 0.21 on Corda+loop+Corda at 500, 1000 and 2000 entries, and lost at
+// most 0.05 on a row (multi1 at 1500); ignoring reads until half full, as
+// Caffeine does, gained as much on multi2 but lost up to 0.12 on the large
+// Zipf rows and 0.08 on multi3 at 500, and demoting at half full lost 0.08
+// there too. A larger cache (whose miniature caches sample) does not
+// demote: there the demotion changed P3 by at most 0.1 point at every
+// size but 400k entries, where it lost 0.17 (policy alone, 8 seeds), and
+// Scarab, the Zipf traces and otter's Zipf from 5k entries by at most 0.05
+// but Scarab at 100k, where it lost 0.21 (3 seeds); and through the
+// engine (sim.EngineCache, 16 runs) it lost 0.51 on P3 at 400k entries
+// (where 5 of 16 runs fell 1 to 2.7 points below the others, against 2
+// without it) and 0.43 at 50k, and changed 25k, 100k, 200k and 300k by at
+// most 0.1. The miniature caches do not demote.
 //
 // Each configuration runs in a miniature cache on the side: a W-TinyLFU
 // over key hashes only, fed the references (hits and writes) of the keys
@@ -134,9 +143,10 @@ import (
 // configuration they pick is published atomically and applied by each
 // shard under its own lock as it next maintains its segments.
 //
-// Cost: TinyLFU's, plus, once per shard at its first fill, a pass over
-// its protected entries (at most the entries added before it: O(1)
-// amortized, but one call that moves up to 80% of the shard's entries),
+// Cost: TinyLFU's, plus, once per shard at its first fill if the
+// miniature caches are exact, a pass over its protected entries (at most
+// the entries added before it: O(1) amortized, but one call that moves up
+// to 80% of the shard's entries),
 // plus, for each reference (hit or write) to a sampled
 // key, a mutex and one reference in each of the 7 miniature caches (a map
 // lookup and O(1) list moves, and on a miss an eviction). Caches of up to
@@ -162,8 +172,10 @@ import (
 // 1M entries of 16-byte keys and 64-byte values over 64 shards that is
 // about 1.2 bytes per entry, of the engine's 71.2 beyond key and value
 // with a 1.5× cap (bench/cmd/memory, tide-capped; a set per shard had
-// cost 28 more); TestPolicyMemoryPerEntry measures 33.3 bytes per entry
-// for a quarter of those shards against TinyLFU's 28.9.
+// cost 28 more; measured before TinyLFU's Miss pairing table grew by 2 KiB
+// per policy, about 0.15 bytes per entry more there);
+// TestPolicyMemoryPerEntry measures 33.6 bytes per entry for a quarter of
+// those shards against TinyLFU's 29.0.
 // For a small cache the miniature caches are a large overhead: 0.5 MB
 // beyond TinyLFU's at 2048 entries (240 bytes per entry), 0.65 MB at 8192,
 // measured with 6 miniature caches (the seventh adds about a sixth).
@@ -326,6 +338,13 @@ func (g *adaptiveGroup) observe(fp uint32, est int) {
 func (g *adaptiveGroup) skips(fp uint32) bool {
 	lim := g.limit.Load()
 	return lim != 0 && mix64(uint64(fp)^adaptiveSalt)>>32 >= lim
+}
+
+// sampling reports whether the miniature caches have started and sample
+// the keys (the cache they model holds more than adaptiveFull entries).
+func (g *adaptiveGroup) sampling() bool {
+	lim := g.limit.Load()
+	return lim != 0 && lim < 1<<32
 }
 
 // miniSims are the miniature caches of an adaptiveGroup.

@@ -539,26 +539,32 @@ func order(p *tinyLFUPolicy, s uint8) []Handle {
 }
 
 // TestAdaptiveFillDemotesProtectedOnce guards the first fill of an
-// Adaptive shard: the entries that hits protected while everything fit
-// all move to probation when the shard first fills its cap (or first
-// evicts, if no Add filled it exactly), ahead of the entries never hit
-// and in their order; entries protected after that stay protected; and
-// TinyLFU, which has no group, keeps its protected entries.
+// Adaptive shard whose miniature caches are exact: the entries that hits
+// protected while everything fit all move to probation when the shard
+// first fills its cap (or first evicts, if no Add filled it exactly),
+// ahead of the entries never hit and in their order; entries protected
+// after that stay protected. TinyLFU, which has no group, and an Adaptive
+// cache larger than adaptiveFull entries, whose miniature caches sample,
+// keep their protected entries.
 func TestAdaptiveFillDemotesProtectedOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		size     int64 // entry size; the cap is 100
+		size     int64 // entry size
+		capBytes int64
 		adaptive bool
 		// byVictim: no Add fills the cap exactly (33 entries of 3
 		// bytes), so the first Victim demotes.
 		byVictim bool
+		// keeps: the protected entries stay protected at the fill.
+		keeps bool
 	}{
-		{"adaptive, an Add fills the cap", 1, true, false},
-		{"adaptive, no Add fills the cap exactly", 3, true, true},
-		{"tinylfu keeps its protected entries", 1, false, false},
+		{"adaptive, an Add fills the cap", 1, 100, true, false, false},
+		{"adaptive, no Add fills the cap exactly", 3, 100, true, true, false},
+		{"tinylfu keeps its protected entries", 1, 100, false, false, true},
+		{"adaptive with sampling miniature caches keeps its protected entries", 1, 2 * adaptiveFull, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			const capBytes = 100
+			capBytes := tc.capBytes
 			var p *tinyLFUPolicy
 			if tc.adaptive {
 				p = newAdaptive(capBytes, newAdaptiveGroup(1, adaptiveConfigs)).tinyLFUPolicy
@@ -593,9 +599,15 @@ func TestAdaptiveFillDemotesProtectedOnce(t *testing.T) {
 				}
 				p.Remove(v)
 			}
-			if !tc.adaptive {
+			if tc.adaptive && p.group.sampling() != tc.keeps {
+				t.Fatalf("miniature caches sampling: %v at %d entries, want %v", p.group.sampling(), n, tc.keeps)
+			}
+			if tc.keeps {
 				if got := p.q[segProtected].n; got != len(protected) {
-					t.Fatalf("tinylfu: %d protected entries after the fill, want %d", got, len(protected))
+					t.Fatalf("%d protected entries after the fill, want %d", got, len(protected))
+				}
+				if err := p.check(); err != nil {
+					t.Fatal(err)
 				}
 				return
 			}

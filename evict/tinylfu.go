@@ -38,7 +38,8 @@ import "math"
 // its size in a map, and a shard of more than 16 million entries keeps
 // some links in one), in pages of 1024 entries, plus 8 to 16 bytes of
 // sketch per entry of capacity (16 counters, rounded up to a power of
-// two): 28.9 bytes per entry in a shard two thirds full, measured by
+// two), plus 2.5 KiB per policy that pair Misses with Adds (pairSlots):
+// 29.0 bytes per entry in a shard two thirds full, measured by
 // TestPolicyMemoryPerEntry. The sketch is allocated when the shard is half
 // full.
 //
@@ -96,8 +97,8 @@ type tinyLFUPolicy struct {
 	// recent pairs a Miss with the Add of the same key (see pairRef):
 	// fingerprints of recent Misses and Adds, by fingerprint, and which
 	// of the two each was.
-	recent     [64]uint32
-	recentKind [64]refKind
+	recent     [pairSlots]uint32
+	recentKind [pairSlots]refKind
 
 	hits, missN int
 	prevRate    float64
@@ -123,9 +124,9 @@ type tinyLFUPolicy struct {
 	applied int
 	// filled is set, in a policy with a group, by the first Add that
 	// fills the cap or the first Victim, whichever comes first, which
-	// then demotes the protected entries (see demoteFilled). With no cap
-	// (hint <= 0) every Add that grows the total reaches the maximum,
-	// so only a Victim sets it.
+	// then demotes the protected entries if the group's miniature caches
+	// are exact (see demoteFilled). With no cap (hint <= 0) every Add
+	// that grows the total reaches the maximum, so only a Victim sets it.
 	filled bool
 }
 
@@ -159,6 +160,19 @@ func (p *tinyLFUPolicy) move(h Handle, s uint8) {
 	p.link(h, s)
 }
 
+// pairSlots is the size of the table with which pairRef pairs a Miss and
+// an Add, indexed by the fingerprint's low bits: a reference of another
+// key with the same index between the two loses the pairing, and the key
+// counts twice. The engine hands a filling shard's logged reads to the
+// policy every 8th write, so a Miss can come after its Add with 7 more
+// writes and their Misses in between: with 64 slots the pairing failed
+// often enough to count a filling shard's keys twice and cost the engine
+// 0.9 points on Glimpse at 1000 entries against the policy alone (and
+// gain 0.5 at 250: sim.EngineCache, 200 runs against 200 seeds of
+// sim.PolicyCache, where a Miss always comes just before its Add); with
+// 512, 2.5 KiB per policy, both are within 0.25.
+const pairSlots = 512
+
 // refKind says what put a fingerprint in tinyLFUPolicy.recent.
 type refKind uint8
 
@@ -174,7 +188,7 @@ const (
 // followed are one reference, counted once by the sketch, whichever the
 // engine delivers first. Otherwise it records this one.
 func (p *tinyLFUPolicy) pairRef(fp uint32, k refKind) bool {
-	i := fp & 63
+	i := fp & (pairSlots - 1)
 	if p.recent[i] == fp && p.recentKind[i] != refNone && p.recentKind[i] != k {
 		p.recentKind[i] = refNone
 		return true
@@ -465,15 +479,21 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 
 // demoteFilled moves every protected entry to probation when an Adaptive
 // shard first fills its cap (or first evicts, if no Add filled it exactly
-// or the cap is unknown; see Adaptive's doc): the entries a filling shard
-// protected were hit while everything fit, which says little about which
-// are worth keeping once it is full. They move oldest first, each to probation's
-// most recent end, so they keep their order ahead of the entries that
-// were never hit. It runs once per policy, a pass over at most the
-// entries the Adds before it linked (spreading it over several calls, as
-// maintain spreads its moves, lost 0.1 point on P3 at 100k entries).
+// or the cap is unknown; see Adaptive's doc), unless its group's miniature
+// caches sample the keys (a cache of more than adaptiveFull entries in
+// all, where Adaptive's doc has what the demotion cost): the entries a
+// filling shard protected were hit while everything fit, which says
+// little about which are worth keeping once it is full. They move oldest
+// first, each to probation's most recent end, so they keep their order
+// ahead of the entries that were never hit. It runs once per policy, a
+// pass over at most the entries the Adds before it linked (spreading it
+// over several calls, as maintain spreads its moves, lost 0.1 point on P3
+// at 100k entries).
 func (p *tinyLFUPolicy) demoteFilled() {
 	p.filled = true
+	if p.group.sampling() {
+		return
+	}
 	for p.q[segProtected].n > 0 {
 		p.move(Handle(p.q[segProtected].tail), segProbation)
 	}
