@@ -5,6 +5,7 @@ import (
 	"iter"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tidekv/tide/internal/table"
 )
@@ -331,27 +332,33 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool, pk *peeked) 
 }
 
 // keyEqual reports whether the key stored at k (8-byte aligned, padded to
-// 8) is key, reading the arena with atomic word loads.
+// 8) is key, reading the arena with atomic word loads. The arena's range
+// is checked once (peek has checked the record lies in the arena).
 func keyEqual(arena []byte, k uint32, key string) bool {
+	n := len(key)
+	if n == 0 {
+		return true
+	}
+	_ = arena[int(k)+pad8(n)-1] // the words lie in the arena: one check
+	p := unsafe.Pointer(&arena[k])
 	i := 0
-	for ; i+8 <= len(key); i += 8 {
-		if atomic.LoadUint64(hdr64(arena, k+uint32(i))) != leString(key[i:i+8]) {
+	for ; i+8 <= n; i += 8 {
+		if atomic.LoadUint64((*uint64)(unsafe.Add(p, i))) != nativeWord(key[i:i+8]) {
 			return false
 		}
 	}
-	if i < len(key) {
+	if i < n {
 		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], atomic.LoadUint64(hdr64(arena, k+uint32(i))))
-		return string(b[:len(key)-i]) == key[i:]
+		binary.NativeEndian.PutUint64(b[:], atomic.LoadUint64((*uint64)(unsafe.Add(p, i))))
+		return string(b[:n-i]) == key[i:]
 	}
 	return true
 }
 
-// leString is the little-endian word of an 8-byte string.
-func leString(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+// nativeWord is the word whose memory holds the 8 bytes of s in order (the
+// native byte order), as the arena's words hold a key's bytes.
+func nativeWord(s string) uint64 {
+	return binary.NativeEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
 }
 
 // valid reports whether no writer ran in s since peek read its sequence

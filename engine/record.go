@@ -245,16 +245,24 @@ func valueAt(off, kw uint32) uint32 { return keyAt(off, kw) + pad8(kw&maxKeyLen)
 // storeValue writes value at v (from valueAt) with atomic word stores, the
 // last word zero-padded: an optimistic reader copying the value at the same
 // time (loadValue) races with nothing, and its sequence check discards
-// what it read.
+// what it read. The words hold the bytes in memory order (native byte
+// order), as a copy would, so that View hands out the value as written.
+// The arena's range is checked once; the words are reached from its start.
 func storeValue(arena []byte, v uint32, value []byte) {
-	i := 0
-	for ; i+8 <= len(value); i += 8 {
-		atomic.StoreUint64(hdr64(arena, v+uint32(i)), binary.LittleEndian.Uint64(value[i:]))
+	n := len(value)
+	if n == 0 {
+		return
 	}
-	if i < len(value) {
+	_ = arena[int(v)+pad8(n)-1] // the words lie in the arena: one check
+	p := unsafe.Pointer(&arena[v])
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		atomic.StoreUint64((*uint64)(unsafe.Add(p, i)), binary.NativeEndian.Uint64(value[i:i+8]))
+	}
+	if i < n {
 		var w [8]byte
 		copy(w[:], value[i:])
-		atomic.StoreUint64(hdr64(arena, v+uint32(i)), binary.LittleEndian.Uint64(w[:]))
+		atomic.StoreUint64((*uint64)(unsafe.Add(p, i)), binary.NativeEndian.Uint64(w[:]))
 	}
 }
 
@@ -268,14 +276,19 @@ func loadValue(dst []byte, arena []byte, v uint32, n int) []byte {
 		dst = nd
 	}
 	dst = dst[:start+n]
+	if n == 0 {
+		return dst
+	}
 	out := dst[start:]
+	_ = arena[int(v)+pad8(n)-1] // the words lie in the arena: one check
+	p := unsafe.Pointer(&arena[v])
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		binary.LittleEndian.PutUint64(out[i:], atomic.LoadUint64(hdr64(arena, v+uint32(i))))
+		binary.NativeEndian.PutUint64(out[i:i+8], atomic.LoadUint64((*uint64)(unsafe.Add(p, i))))
 	}
 	if i < n {
 		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], atomic.LoadUint64(hdr64(arena, v+uint32(i))))
+		binary.NativeEndian.PutUint64(b[:], atomic.LoadUint64((*uint64)(unsafe.Add(p, i))))
 		copy(out[i:], b[:])
 	}
 	return dst
