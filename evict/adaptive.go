@@ -56,23 +56,36 @@ import (
 // hit: they were protected by hits while everything fit, which says
 // little about what is worth keeping once the shard is full (on traces
 // that change phase, they are the first phase's), and the first duels
-// then weigh them by the sketch like the others. Caffeine and otter start
-// similarly: they apply no read until the cache is half full. Over
-// bench/HITRATIO.md's rows (policy alone, its seeds) this gained up to
-// 0.29 points on the multi1, multi2, multi3 and Sprite traces and 0.14 to
-// 0.21 on Corda+loop+Corda at 500, 1000 and 2000 entries, and lost at
-// most 0.05 on a row (multi1 at 1500); ignoring reads until half full, as
-// Caffeine does, gained as much on multi2 but lost up to 0.12 on the large
-// Zipf rows and 0.08 on multi3 at 500, and demoting at half full lost 0.08
-// there too. A larger cache (whose miniature caches sample) does not
-// demote: there the demotion changed P3 by at most 0.1 point at every
+// then weigh them by the sketch like the others. Over bench/HITRATIO.md's
+// rows (policy alone, its seeds) this gained up to 0.29 points on the
+// multi1, multi2, multi3 and Sprite traces and 0.14 to 0.21 on
+// Corda+loop+Corda at 500, 1000 and 2000 entries, and lost at most 0.05
+// on a row (multi1 at 1500); demoting at half full lost 0.08 on multi3 at
+// 500. Such a shard also applies no read hit (no promotion, no
+// reordering, no count) until it is half full, as Caffeine and otter do
+// (the miniature caches still see it; see coldRead): the entries then
+// leave the window and probation in the order they were written, not
+// that of hits taken while nothing was evicted. With the demotion this
+// gained 0.08 to 0.34 points on every multi2 row and 0.02 to 0.13 on
+// multi1 (the whole gap to otter on those rows was this: a model of
+// otter's policy with tide's sketch matched tide without it and otter
+// with it), 0.08 to 0.11 on multi3 at 1000 and 2000 (−0.08 at 1500), and
+// changed no other row by more than 0.1 (policy alone; 16 to 50 seeds on
+// the LIRS traces, 8 on Corda+loop+Corda, where it lost 0.08 at 1250 and
+// 0.06 at 1500, one seed of 8 losing 0.4 there); without the demotion it
+// lost up to 0.27 on Corda+loop+Corda and 0.16 on multi1. The miniature
+// caches apply every read and do not demote. A larger cache (whose
+// miniature caches sample) applies every read, as ignoring them until
+// half full lost up to 0.12 points on the large Zipf rows (measured
+// before the demotion), and does not demote: there the demotion changed
+// P3 by at most 0.1 point at every
 // size but 400k entries, where it lost 0.17 (policy alone, 8 seeds), and
 // Scarab, the Zipf traces and otter's Zipf from 5k entries by at most 0.05
 // but Scarab at 100k, where it lost 0.21 (3 seeds); and through the
 // engine (sim.EngineCache, 16 runs) it lost 0.51 on P3 at 400k entries
 // (where 5 of 16 runs fell 1 to 2.7 points below the others, against 2
 // without it) and 0.43 at 50k, and changed 25k, 100k, 200k and 300k by at
-// most 0.1. The miniature caches do not demote.
+// most 0.1.
 //
 // Each configuration runs in a miniature cache on the side: a W-TinyLFU
 // over key hashes only, fed the references (hits and writes) of the keys
@@ -338,6 +351,12 @@ func (g *adaptiveGroup) observe(fp uint32, est int) {
 func (g *adaptiveGroup) skips(fp uint32) bool {
 	lim := g.limit.Load()
 	return lim != 0 && mix64(uint64(fp)^adaptiveSalt)>>32 >= lim
+}
+
+// exact reports whether the miniature caches have started and see every
+// key (the cache they model holds at most adaptiveFull entries).
+func (g *adaptiveGroup) exact() bool {
+	return g.limit.Load() >= 1<<32
 }
 
 // sampling reports whether the miniature caches have started and sample

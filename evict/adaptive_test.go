@@ -665,3 +665,58 @@ func TestAdaptiveFillDemotesProtectedOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestAdaptiveIgnoresReadsBeforeHalfFull guards coldRead: an Adaptive
+// shard whose miniature caches are exact applies no read hit (no
+// promotion, no reordering) until it is half full, as Caffeine and otter
+// do, though its miniature caches still see the reference; once half
+// full it applies them, and TinyLFU and an Adaptive cache whose miniature
+// caches sample always do.
+func TestAdaptiveIgnoresReadsBeforeHalfFull(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		capBytes int64
+		adaptive bool
+		held     int    // entries added before the hit
+		hit      Handle // the entry hit, in probation
+		want     bool   // the hit promotes it to protected
+	}{
+		{"adaptive, exact, under half full", 100, true, 40, 35, false},
+		{"adaptive, exact, half full", 100, true, 60, 55, true},
+		{"adaptive, sampling, under half full", 2 * adaptiveFull, true, 100, 0, true},
+		{"tinylfu, under half full", 100, false, 40, 35, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p *tinyLFUPolicy
+			if tc.adaptive {
+				p = newAdaptive(tc.capBytes, newAdaptiveGroup(1, adaptiveConfigs)).tinyLFUPolicy
+			} else {
+				p = newTinyLFU(tc.capBytes)
+			}
+			for i := range tc.held {
+				p.Add(Handle(i), Entry{Hash: mix64(uint64(i) + 1), Size: 1})
+			}
+			h := tc.hit
+			if p.seg(h) != segProbation {
+				t.Fatalf("entry %d in segment %d before the hit, want probation", h, p.seg(h))
+			}
+			if tc.adaptive && !p.group.sims.ready {
+				t.Fatalf("miniature caches not started with %d entries", tc.held)
+			}
+			p.Access(h)
+			if got := p.seg(h) == segProtected; got != tc.want {
+				t.Errorf("hit with %d of %d entries held: promoted %v, want %v", tc.held, tc.capBytes, got, tc.want)
+			}
+			if tc.adaptive && p.group.exact() {
+				// The miniature caches, which apply every read, saw it.
+				g := &p.group.sims.sims[0]
+				if mh, ok := g.m[p.fp(h)]; !ok || g.p.seg(mh) != segProtected {
+					t.Errorf("miniature cache: entry %x held %v, in segment %d, want protected", p.fp(h), ok, g.p.seg(mh))
+				}
+			}
+			if err := p.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -199,7 +199,9 @@ func (p *tinyLFUPolicy) pairRef(fp uint32, k refKind) bool {
 
 // onAccess records a read hit on h, a handle below nodes.len(). It loads
 // h's node once: its tag gives whether h is tracked, its fingerprint and
-// its segment.
+// its segment. An Adaptive shard whose miniature caches are exact ignores
+// the hit (but its group sees it) until the shard is half full (see
+// coldRead).
 func (p *tinyLFUPolicy) onAccess(h Handle) {
 	n := p.nodes.at(h)
 	tag := n.tag()
@@ -208,16 +210,31 @@ func (p *tinyLFUPolicy) onAccess(h Handle) {
 		return
 	}
 	fp := tag >> 2
+	if p.group != nil {
+		if !p.group.skips(fp) {
+			p.group.observe(fp, p.groupEstimate())
+		}
+		if p.coldRead() {
+			return
+		}
+	}
 	p.sk.increment(fp)
 	p.hits++
-	if p.group != nil && !p.group.skips(fp) {
-		p.group.observe(fp, p.groupEstimate())
-	}
 	if s == segProbation {
 		p.move(h, segProtected)
 	} else {
 		p.toFront(h, n, s)
 	}
+}
+
+// coldRead reports whether a policy with a group ignores a read hit: its
+// sketch is not allocated yet (the shard has not been half full) and its
+// group's miniature caches are exact (started, for a cache of up to
+// adaptiveFull entries in all). Caffeine and otter apply no read before
+// the cache is half full; see Adaptive's doc for what it gained and why
+// a cache whose miniature caches sample does not.
+func (p *tinyLFUPolicy) coldRead() bool {
+	return p.sk.blocks == 0 && p.group.exact()
 }
 
 // groupEstimate is the capacity estimate, in entries, that this shard
