@@ -120,3 +120,96 @@ func TestReview8PairingUnderAdversarialReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReview8TinyLFUDuelsWindowEntriesItMovesToProbation: a TinyLFU cache
+// filled to its cap and then read (every key twice, then the even keys 60
+// times each) promotes every main entry to protected: probation is empty
+// and protected over its share, since an Access does not run maintain.
+// The next Victim runs maintain, which first moves window entries into
+// probation (the hill climber's decreaseWindow, or window overflow) and
+// then demotes protected overflow to probation's most recent end, ahead
+// of them: the former window entries are now probation's least recent,
+// and Victim returns them with no duel (the window is empty), however
+// frequent. So a key read 60 times (frequency 15) is evicted while keys
+// read twice (frequency 2) stay. Caffeine's climb demotes protected
+// overflow before it moves window entries into probation, and its
+// eviction duels every entry that leaves the window.
+func TestReview8TinyLFUDuelsWindowEntriesItMovesToProbation(t *testing.T) {
+	const n, size = 256, 101
+	p := newTinyLFU(n * size)
+	r := rng{s: 5}
+	for i := range n {
+		p.Add(Handle(i), Entry{Hash: r.next(), Size: size})
+	}
+	for range 2 {
+		for i := range n {
+			p.Access(Handle(i))
+		}
+	}
+	hot := func(h Handle) bool { return h < n && h%2 == 0 }
+	for range 60 {
+		for i := 0; i < n; i += 2 {
+			p.Access(Handle(i))
+		}
+	}
+	for i := range n / 2 {
+		v, ok := p.Victim(0)
+		if !ok {
+			t.Fatal("no victim")
+		}
+		if hot(v) {
+			t.Fatalf("victim %d is %d, read 60 times (frequency %d), while %d keys read twice are still held (window %d of max %d bytes, %d entries; probation %d; protected %d)",
+				i+1, v, p.sk.frequency(p.fp(v)), n/2-i, p.q[segWindow].bytes, p.windowMax, p.q[segWindow].n, p.q[segProbation].n, p.q[segProtected].n)
+		}
+		p.Remove(v)
+		p.Add(Handle(n+i), Entry{Hash: r.next(), Size: size})
+		if err := p.check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReview8TinyLFUAdmitsWhenTheWindowHoldsNoEntry: a shard whose window
+// share (1% of its cap) is smaller than one entry (a small cap, or large
+// entries; the hill climber can also shrink the window below an entry, as
+// in the test above) moves every new entry straight into probation
+// (maintain), so Victim never finds a window entry to duel with and
+// returns probation's least recent entry unconditionally: the frequency
+// filter that makes TinyLFU scan resistant is off. Here 45 keys are read
+// round-robin 20 times in a cache of 50 (protected holds 40 of them, the 5
+// read least recently wait in probation); a scan of 200 keys never read
+// must not evict keys read 20 times (Caffeine's evictFromMain duels each
+// entry that leaves the window against probation's victim).
+func TestReview8TinyLFUAdmitsWhenTheWindowHoldsNoEntry(t *testing.T) {
+	const n, hot, size = 50, 45, 101
+	p := newTinyLFU(n * size)
+	r := rng{s: 9}
+	for i := range n {
+		p.Add(Handle(i), Entry{Hash: r.next(), Size: size})
+	}
+	for range 20 {
+		for i := range hot {
+			p.Access(Handle(i))
+		}
+	}
+	var lost []Handle
+	for i := range 200 {
+		if p.total+size > p.maximum {
+			v, ok := p.Victim(0)
+			if !ok {
+				t.Fatal("no victim")
+			}
+			if v < hot {
+				lost = append(lost, v)
+			}
+			p.Remove(v)
+		}
+		p.Add(Handle(n+i), Entry{Hash: r.next(), Size: size})
+		if err := p.check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("a scan of keys never read evicted %d keys read 20 times: %v (window max %d bytes, entries of %d)", len(lost), lost, p.windowMax, size)
+	}
+}
