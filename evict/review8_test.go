@@ -177,7 +177,7 @@ func TestReview8TinyLFUDuelsWindowEntriesItMovesToProbation(t *testing.T) {
 // returns probation's least recent entry unconditionally: the frequency
 // filter that makes TinyLFU scan resistant is off. Here 45 keys are read
 // round-robin 20 times in a cache of 50 (protected holds 40 of them, the 5
-// read least recently wait in probation); a scan of 200 keys never read
+// read least recently wait in probation); a scan of 100 keys never read
 // must not evict keys read 20 times (Caffeine's evictFromMain duels each
 // entry that leaves the window against probation's victim).
 func TestReview8TinyLFUAdmitsWhenTheWindowHoldsNoEntry(t *testing.T) {
@@ -193,7 +193,7 @@ func TestReview8TinyLFUAdmitsWhenTheWindowHoldsNoEntry(t *testing.T) {
 		}
 	}
 	var lost []Handle
-	for i := range 200 {
+	for i := range 100 {
 		if p.total+size > p.maximum {
 			v, ok := p.Victim(0)
 			if !ok {
