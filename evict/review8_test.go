@@ -125,15 +125,19 @@ func TestReview8PairingUnderAdversarialReferences(t *testing.T) {
 // filled to its cap and then read (every key twice, then the even keys 60
 // times each) promotes every main entry to protected: probation is empty
 // and protected over its share, since an Access does not run maintain.
-// The next Victim runs maintain, which first moves window entries into
-// probation (the hill climber's decreaseWindow, or window overflow) and
-// then demotes protected overflow to probation's most recent end, ahead
-// of them: the former window entries are now probation's least recent,
-// and Victim returns them with no duel (the window is empty), however
-// frequent. So a key read 60 times (frequency 15) is evicted while keys
-// read twice (frequency 2) stay. Caffeine's climb demotes protected
-// overflow before it moves window entries into probation, and its
-// eviction duels every entry that leaves the window.
+// The next Victim runs maintain, whose hill climber (decreaseWindow)
+// shrinks the window below one entry (57 of 101 bytes) and moves the
+// window's entries into probation, and which then demotes protected
+// overflow to probation's most recent end, ahead of them: the former
+// window entries are now probation's least recent, and Victim returns
+// them with no duel (the window is empty), however frequent. So a key
+// read 60 times (frequency 15) is evicted while keys read twice
+// (frequency 2) stay. Caffeine's climb demotes protected overflow before
+// it moves window entries into probation, and its eviction duels every
+// entry that leaves the window (evictFromMain's candidates) against
+// probation's victim, window empty or not. Demoting first fixes this
+// test; dueling probation's newest entry when the window is empty fixes
+// TestReview8TinyLFUAdmitsWhenTheWindowHoldsNoEntry too.
 func TestReview8TinyLFUDuelsWindowEntriesItMovesToProbation(t *testing.T) {
 	const n, size = 256, 101
 	p := newTinyLFU(n * size)
