@@ -488,12 +488,9 @@ func r8run(t *testing.T, shards int, maxBytes int64, policy evict.Spec, durable 
 	if err := e.Check(); err != nil {
 		t.Fatalf("%s: Check: %v", step, err)
 	}
+	// Exactly: value, version, deadline and pin (replaySet).
 	for _, k := range checked {
-		want, wok := md.live(k)
-		got, ok := e.Get(k)
-		if ok != wok || string(got) != want.val {
-			t.Fatalf("%s: Get(%q) = %d bytes, %v, want %d bytes, %v", step, k, len(got), ok, len(want.val), wok)
-		}
+		compare(k)
 	}
 	// And keeps taking writes of every kind.
 	for i := range 300 {
