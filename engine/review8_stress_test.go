@@ -63,10 +63,14 @@ func TestReview8ConcurrentOpsKeepCheck(t *testing.T) {
 			var wg sync.WaitGroup
 			stop := make(chan struct{})
 			var checks atomic.Int64
+			started := make(chan struct{})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for {
+				for i := 0; ; i++ {
+					if i == 1 {
+						close(started) // the workers start once a Check has run
+					}
 					select {
 					case <-stop:
 						return
@@ -74,6 +78,9 @@ func TestReview8ConcurrentOpsKeepCheck(t *testing.T) {
 					}
 					if err := e.Check(); err != nil {
 						fail("Check: %v", err)
+						if i == 0 {
+							close(started)
+						}
 						return
 					}
 					checks.Add(1)
@@ -85,6 +92,7 @@ func TestReview8ConcurrentOpsKeepCheck(t *testing.T) {
 				workers.Add(1)
 				go func() {
 					defer workers.Done()
+					<-started
 					rng := rand.New(rand.NewPCG(uint64(g), 88))
 					ctr := fmt.Sprintf("ctr%d", g)
 					for range iters {
@@ -163,9 +171,7 @@ func TestReview8ConcurrentOpsKeepCheck(t *testing.T) {
 				t.Error(err)
 			}
 			mustCheck(t, e)
-			if checks.Load() == 0 {
-				t.Error("no concurrent Check ran")
-			}
+			t.Logf("%d Checks ran", checks.Load())
 			for k, it := range e.Items() {
 				if k != "wb" && len(k) == 3 {
 					whole("Items", k, it.Value)
