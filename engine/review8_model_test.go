@@ -155,6 +155,7 @@ func r8run(t *testing.T, shards int, maxBytes int64, policy evict.Spec, durable 
 	for i := range 24 {
 		keys = append(keys, fmt.Sprintf("k%02d", i)+strings.Repeat("x", i%10))
 	}
+	keys = append(keys, "") // the empty key: a record of a header and its value only
 	// Only the listener writes "wb" (an op's model update after it
 	// returns would otherwise undo a write-back made meanwhile).
 	checked := append(append([]string(nil), keys...), "wb", "ctr")
