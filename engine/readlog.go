@@ -21,10 +21,14 @@ import (
 // read; and a reader that finds its stripe full, if it gets the lock with
 // TryLock (the lock only, not the sequence count: optimistic readers
 // carry on). So in a long run of reads with no writes, such as a loop over
-// a cache that fits, every logged hit still reaches the policy; an event is
-// dropped only when its stripe is full and the lock is taken (the
-// writer's drain is then imminent), or when two readers race for the same
-// slot. A reader picks its goroutine's stripe (goroutineStripe) and claims
+// a cache that fits, every logged hit still reaches the policy. A reader
+// whose stripe is full while the lock is taken pushes to the shard's other
+// stripes of its kind: the holder may be another reader whose drain has
+// already passed this stripe, and is then slow to let go of the lock if
+// its goroutine is preempted (every read of a key made meanwhile was lost
+// when the event was dropped instead). An event is dropped only when the
+// lock is taken and every stripe of its kind is full, or when two readers
+// race for the same slot. A reader picks its goroutine's stripe (goroutineStripe) and claims
 // a slot with one compare-and-swap, so two goroutines write the same line
 // only when their stripes collide. Reads under the shared lock (a key with
 // a deadline, GetItem) log the same way, after releasing it. Hit and miss
@@ -154,18 +158,31 @@ func (s *shard) logHit(slot uint32, r uint32, n uint64) {
 }
 
 // logAccess logs a read hit on slot for the policy (stripe r), draining
-// the log first if the stripe is full and the lock is free. The caller
-// holds no lock of s.
+// the log first if the stripe is full and the lock is free, else into
+// another stripe with room (see the top of this file). The caller holds
+// no lock of s.
 func (s *shard) logAccess(slot uint32, r uint32) {
-	if s.rlog.pushAccess(slot, r) == logFull && s.drainIfFree() {
+	if s.rlog.pushAccess(slot, r) != logFull {
+		return
+	}
+	if s.drainIfFree() {
 		s.rlog.pushAccess(slot, r)
+		return
+	}
+	for k := uint32(1); k < logStripes && s.rlog.pushAccess(slot, r+k) == logFull; k++ {
 	}
 }
 
 // logMiss logs a read of an absent key with hash h, as logAccess.
 func (s *shard) logMiss(h uint64, r uint32) {
-	if s.rlog.pushMiss(h, r) == logFull && s.drainIfFree() {
+	if s.rlog.pushMiss(h, r) != logFull {
+		return
+	}
+	if s.drainIfFree() {
 		s.rlog.pushMiss(h, r)
+		return
+	}
+	for k := uint32(1); k < logStripes && s.rlog.pushMiss(h, r+k) == logFull; k++ {
 	}
 }
 
