@@ -14,8 +14,11 @@ import "math"
 // window is over its share, its least recent entry becomes a candidate for
 // the main region: Victim compares the candidate's estimated frequency with
 // that of the probation region's least recent entry and returns the loser,
-// moving a winning candidate into probation. A hit in probation promotes the
-// entry to protected; protected overflow is demoted back to probation. The
+// moving a winning candidate into probation. With no window entry (a window
+// share smaller than one entry, or one the climber emptied) the candidate is
+// probation's most recent entry, which came from the window without a duel.
+// A hit in probation promotes the entry to protected; protected overflow is
+// demoted back to probation, ahead of entries the window moves there. The
 // frequencies come from a count-min sketch of 4-bit counters over 30-bit key
 // fingerprints, halved every 10×capacity increments so that old popularity
 // fades. A hill climber
@@ -263,8 +266,10 @@ func (p *tinyLFUPolicy) fitEstimate() int {
 	return max(p.count, int(min(p.hint/max(p.total/int64(p.count), 1), 1<<24)))
 }
 
-// maintain moves window overflow into probation, runs the hill climber and
-// demotes protected overflow.
+// maintain demotes protected overflow to probation, runs the hill climber
+// and moves window overflow into probation (after the demoted entries, so
+// nearer probation's head: entries that won no duel do not take the place of
+// demoted ones at the victim's end).
 func (p *tinyLFUPolicy) maintain() {
 	if p.group != nil {
 		p.follow()
@@ -272,12 +277,12 @@ func (p *tinyLFUPolicy) maintain() {
 	if p.hint <= 0 && p.total > p.maximum {
 		p.setMaximum(p.total)
 	}
+	for i := 0; p.q[segProtected].bytes > p.protMax && p.q[segProtected].n > 0 && i < transferLimit; i++ {
+		p.move(Handle(p.q[segProtected].tail), segProbation)
+	}
 	p.climb()
 	for i := 0; p.q[segWindow].bytes > p.windowMax && p.q[segWindow].n > 0 && i < transferLimit; i++ {
 		p.move(Handle(p.q[segWindow].tail), segProbation)
-	}
-	for i := 0; p.q[segProtected].bytes > p.protMax && p.q[segProtected].n > 0 && i < transferLimit; i++ {
-		p.move(Handle(p.q[segProtected].tail), segProbation)
 	}
 }
 
@@ -480,6 +485,13 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 		return Handle(w), true
 	}
 	if w == none {
+		// No window entry (a window share smaller than one entry, or
+		// emptied by the climber): probation's newest entry, which came
+		// from the window without a duel, duels with the victim, so that
+		// admission still filters a scan.
+		if c := p.q[segProbation].head; c != none && c != victim && !p.admit(p.fp(Handle(c)), p.fp(Handle(victim))) {
+			return Handle(c), true
+		}
 		return Handle(victim), true
 	}
 	// The window's LRU entry duels with the main region's victim. If the
