@@ -89,7 +89,8 @@ func (s *shard) incrLocked(key string, h uint64, delta int64, o IncrOptions, now
 	}
 	n += delta
 	var buf [20]byte
-	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin, now, r, ev); err != nil {
+	clk := fixedNow(now)
+	if _, _, err := s.writeLocked(key, h, slot, found, strconv.AppendInt(buf[:0], n, 10), deadline, o.Pin, &clk, r, ev); err != nil {
 		return 0, err
 	}
 	return n, nil

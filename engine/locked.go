@@ -4,7 +4,8 @@ import "slices"
 
 // locked is the shape of every operation that changes shards: lock the
 // shard(s), read the engine's time under the lock (so that the operation
-// decides at one instant), do the work, recording removals in events(),
+// decides at one instant; with lazy set, at the work's first use of clk,
+// still under the lock, and not at all if it needs no time), do the work, recording removals in events(),
 // unlock, and report the removals to the listener with no lock held, on
 // the calling goroutine (see deliver):
 //
@@ -20,14 +21,39 @@ import "slices"
 // another round (see budget). Work that needs no room ignores op.r. A
 // locked is used for one operation; its zero value is ready.
 type locked struct {
-	e    *Engine
-	s    *shard // the shard, or nil when idx lists the shards
-	idx  []int  // the shards, ascending (Commit)
-	now  int64
+	e   *Engine
+	s   *shard // the shard, or nil when idx lists the shards
+	idx []int  // the shards, ascending (Commit)
+	now int64  // the time read by lock, unless lazy
+	// lazy is set by work that may need no time at all (SetWith): lock
+	// then leaves the reading to clk, whose first use reads the clock,
+	// still under the lock.
+	lazy bool
+	clk  lazyNow
 	ev   []Removal
 	r    room
 	done bool
 }
+
+// lazyNow is the engine's time read at most once, at its first use (get),
+// by an operation that holds the lock it decides under: a write with no
+// TTL to a key without one, that evicts nothing, reads no clock. The zero
+// value with e set is unread; fixedNow is a reading already made.
+type lazyNow struct {
+	e    *Engine
+	t    int64
+	read bool
+}
+
+func (n *lazyNow) get() int64 {
+	if !n.read {
+		n.t, n.read = n.e.now(), true
+	}
+	return n.t
+}
+
+// fixedNow is a lazyNow of the time now, already read.
+func fixedNow(now int64) lazyNow { return lazyNow{t: now, read: true} }
 
 // lock starts a round under s's exclusive lock and reports whether there
 // is one to run.
@@ -37,7 +63,10 @@ func (op *locked) lock(e *Engine, s *shard) bool {
 	}
 	op.e, op.s = e, s
 	s.mu.Lock()
-	op.now = e.now()
+	op.clk = lazyNow{e: e}
+	if !op.lazy {
+		op.now = op.clk.get()
+	}
 	return true
 }
 

@@ -530,12 +530,19 @@ func (e *Engine) expireNow(s *shard, key string, h uint64) {
 // the slot's word (slots.remember): the record's offset, which the lookup
 // has just read from the table, spares it a read of the slot array.
 func (s *shard) lookupLocked(key string, h uint64, now int64, ev *[]Removal) (uint32, bool) {
+	clk := fixedNow(now)
+	return s.lookupAtLocked(key, h, &clk, ev)
+}
+
+// lookupAtLocked is lookupLocked reading the time from now only if the
+// key has a deadline.
+func (s *shard) lookupAtLocked(key string, h uint64, now *lazyNow, ev *[]Removal) (uint32, bool) {
 	slot, off, ok := s.findRecordLocked(key, h)
 	if !ok {
 		return 0, false
 	}
 	s.ents.remember(slot, off+1)
-	if d := (entry{s, slot, off}).deadline(); d != 0 && now >= d {
+	if d := (entry{s, slot, off}).deadline(); d != 0 && now.get() >= d {
 		s.removeLocked(slot, h, CauseExpired, ev)
 		return 0, false
 	}

@@ -167,7 +167,8 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 				p.grow = -s.at(slot).size()
 			}
 		} else {
-			d, err := op.options().deadline(s, slot, found, now)
+			clk := fixedNow(now)
+			d, err := op.options().deadline(s, slot, found, &clk)
 			if err != nil {
 				return nil, false, err
 			}

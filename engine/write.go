@@ -40,10 +40,10 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 		return 0, false, ErrClosed
 	}
 	s, h := e.shardFor(key)
-	var op locked
+	op := locked{lazy: true}
 	for op.lock(e, s) {
 		s.deferUpdate = true // the write's last policy call; Unlock makes it
-		version, ok, err = s.setLocked(key, h, value, o, op.now, &op.r, op.events())
+		version, ok, err = s.setLocked(key, h, value, o, &op.clk, &op.r, op.events())
 		s.deferUpdate = false
 		err = op.unlock(err)
 	}
@@ -64,11 +64,11 @@ func checkWriteTTL(ttl time.Duration, keep bool) error {
 }
 
 // setLocked is SetWith under the shard's exclusive lock.
-func (s *shard) setLocked(key string, h uint64, value []byte, o SetOptions, now int64, r *room, ev *[]Removal) (uint64, bool, error) {
+func (s *shard) setLocked(key string, h uint64, value []byte, o SetOptions, now *lazyNow, r *room, ev *[]Removal) (uint64, bool, error) {
 	if s.closed {
 		return 0, false, ErrClosed
 	}
-	slot, found := s.lookupLocked(key, h, now, ev)
+	slot, found := s.lookupAtLocked(key, h, now, ev)
 	if !o.holds(s, slot, found) {
 		return 0, false, nil
 	}
@@ -105,12 +105,12 @@ func (o SetOptions) holds(s *shard, slot uint32, found bool) bool {
 
 // deadline returns the deadline a write with o leaves the key at slot
 // (live if found) with, at now: 0 for none. s.mu must be held.
-func (o SetOptions) deadline(s *shard, slot uint32, found bool, now int64) (int64, error) {
+func (o SetOptions) deadline(s *shard, slot uint32, found bool, now *lazyNow) (int64, error) {
 	switch {
 	case found && (o.KeepTTL || o.TTLOnCreate):
 		return s.at(slot).deadline(), nil
 	case o.TTL > 0:
-		return deadlineAfter(now, o.TTL)
+		return deadlineAfter(now.get(), o.TTL)
 	}
 	return 0, nil
 }
@@ -118,7 +118,7 @@ func (o SetOptions) deadline(s *shard, slot uint32, found bool, now int64) (int6
 // writeLocked stores value under key (at slot if found) with the given
 // deadline, first making r hold the bytes the write adds under the cap. On
 // error nothing changed (but room made may be held in r).
-func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, now int64, r *room, ev *[]Removal) (uint64, bool, error) {
+func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value []byte, deadline int64, pin bool, now *lazyNow, r *room, ev *[]Removal) (uint64, bool, error) {
 	newSize := int64(len(key)) + int64(len(value)) + EntryOverhead
 	if err := s.b.checkSize(len(key), len(value)); err != nil {
 		return 0, false, err
@@ -136,7 +136,7 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 		if found {
 			exclude = append(exclude, slot)
 		}
-		if err := s.b.reserveLocked(r, grow, now, []roomPart{{s, exclude}}, ev); err != nil {
+		if err := s.b.reserveLocked(r, grow, now.get(), []roomPart{{s, exclude}}, ev); err != nil {
 			if found {
 				s.syncPolicyLocked(s.at(slot), h, oldSize, false)
 			}
