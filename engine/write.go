@@ -329,17 +329,17 @@ func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool, er
 	var val []byte
 	var ok bool
 	var err error
-	var op locked
+	op := locked{lazy: true}
 	for op.lock(e, s) {
-		val, ok, err = s.removeKeyLocked(key, h, version, load, op.now, op.events())
+		val, ok, err = s.removeKeyLocked(key, h, version, load, &op.clk, op.events())
 		op.unlock(nil)
 	}
 	return val, ok, err
 }
 
 // removeKeyLocked is remove under the shard's exclusive lock.
-func (s *shard) removeKeyLocked(key string, h uint64, version uint64, load bool, now int64, ev *[]Removal) (val []byte, ok bool, err error) {
-	slot, ok := s.lookupLocked(key, h, now, ev)
+func (s *shard) removeKeyLocked(key string, h uint64, version uint64, load bool, now *lazyNow, ev *[]Removal) (val []byte, ok bool, err error) {
+	slot, ok := s.lookupAtLocked(key, h, now, ev)
 	if !ok || (version != AnyVersion && s.at(slot).version() != version) {
 		return nil, false, nil
 	}
