@@ -78,8 +78,8 @@ import (
 // miniature caches sample) applies every read, as ignoring them until
 // half full lost up to 0.12 points on the large Zipf rows (measured
 // before the demotion), and does not demote: there the demotion changed
-// P3 by at most 0.1 point at every
-// size but 400k entries, where it lost 0.17 (policy alone, 8 seeds), and
+// P3 by at most 0.1 point at every size but 400k entries, where it lost
+// 0.17 (policy alone, 8 seeds), and
 // Scarab, the Zipf traces and otter's Zipf from 5k entries by at most 0.05
 // but Scarab at 100k, where it lost 0.21 (3 seeds); and through the
 // engine (sim.EngineCache, 16 runs) it lost 0.51 on P3 at 400k entries
