@@ -54,7 +54,7 @@ func (e *Engine) IncrWith(key string, delta int64, o IncrOptions) (int64, error)
 	var op locked
 	for op.lock(e, s) {
 		s.deferUpdate = true // the write's last policy call; Unlock makes it
-		n, err = s.incrLocked(key, h, delta, o, op.now, &op.r, op.events())
+		n, err = s.incrLocked(key, h, delta, o, op.clk.get(), &op.r, op.events())
 		s.deferUpdate = false
 		err = op.unlock(err)
 	}

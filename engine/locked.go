@@ -3,15 +3,15 @@ package engine
 import "slices"
 
 // locked is the shape of every operation that changes shards: lock the
-// shard(s), read the engine's time under the lock (so that the operation
-// decides at one instant; with lazy set, at the work's first use of clk,
-// still under the lock, and not at all if it needs no time), do the work, recording removals in events(),
-// unlock, and report the removals to the listener with no lock held, on
-// the calling goroutine (see deliver):
+// shard(s), do the work, reading the engine's time under the lock at most
+// once (op.clk, read at its first use: the operation decides at one
+// instant, and work that needs no time reads no clock), recording removals
+// in events(), unlock, and report the removals to the listener with no
+// lock held, on the calling goroutine (see deliver):
 //
 //	var op locked
 //	for op.lock(e, s) {
-//		err = s.workLocked(..., op.now, &op.r, op.events())
+//		err = s.workLocked(..., &op.clk, &op.r, op.events())
 //		err = op.unlock(err)
 //	}
 //
@@ -21,14 +21,9 @@ import "slices"
 // another round (see budget). Work that needs no room ignores op.r. A
 // locked is used for one operation; its zero value is ready.
 type locked struct {
-	e   *Engine
-	s   *shard // the shard, or nil when idx lists the shards
-	idx []int  // the shards, ascending (Commit)
-	now int64  // the time read by lock, unless lazy
-	// lazy is set by work that may need no time at all (SetWith): lock
-	// then leaves the reading to clk, whose first use reads the clock,
-	// still under the lock.
-	lazy bool
+	e    *Engine
+	s    *shard // the shard, or nil when idx lists the shards
+	idx  []int  // the shards, ascending (Commit)
 	clk  lazyNow
 	ev   []Removal
 	r    room
@@ -64,9 +59,6 @@ func (op *locked) lock(e *Engine, s *shard) bool {
 	op.e, op.s = e, s
 	s.mu.Lock()
 	op.clk = lazyNow{e: e}
-	if !op.lazy {
-		op.now = op.clk.get()
-	}
 	return true
 }
 
@@ -79,7 +71,7 @@ func (op *locked) lockShards(e *Engine, idx []int) bool {
 	for _, i := range idx {
 		e.shards[i].mu.Lock()
 	}
-	op.now = e.now()
+	op.clk = lazyNow{e: e}
 	return true
 }
 

@@ -332,16 +332,14 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool, pk *peeked) 
 }
 
 // keyEqual reports whether the key stored at k (8-byte aligned, padded to
-// 8) is key, reading the arena with atomic word loads. The arena's range
-// is checked once (peek has checked the record lies in the arena).
+// 8) is key, reading the arena with atomic word loads; the range is
+// checked once (arenaWords).
 func keyEqual(arena []byte, k uint32, key string) bool {
 	n := len(key)
 	if n == 0 {
 		return true
 	}
-	// The words lie in the arena: one check against its length (slicing
-	// reads no memory, which the race detector would see as a plain read).
-	p := unsafe.Pointer(unsafe.SliceData(arena[k : int(k)+pad8(n) : len(arena)]))
+	p := arenaWords(arena, k, n)
 	i := 0
 	for ; i+8 <= n; i += 8 {
 		if atomic.LoadUint64((*uint64)(unsafe.Add(p, i))) != nativeWord(key[i:i+8]) {
@@ -515,7 +513,7 @@ func (e *Engine) expireNow(s *shard, key string, h uint64) {
 	var op locked
 	for op.lock(e, s) {
 		if slot, ok := s.findLocked(key, h); ok && !s.closed {
-			if d := s.at(slot).deadline(); d != 0 && op.now >= d {
+			if d := s.at(slot).deadline(); d != 0 && op.clk.get() >= d {
 				s.removeLocked(slot, h, CauseExpired, op.events())
 			}
 		}

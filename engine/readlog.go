@@ -28,8 +28,8 @@ import (
 // its goroutine is preempted (every read of a key made meanwhile was lost
 // when the event was dropped instead). An event is dropped only when the
 // lock is taken and every stripe of its kind is full, or when two readers
-// race for the same slot. A reader picks its goroutine's stripe (goroutineStripe) and claims
-// a slot with one compare-and-swap, so two goroutines write the same line
+// race for the same slot. A reader picks its goroutine's stripe
+// (goroutineStripe) and claims a slot with one compare-and-swap, so two goroutines write the same line
 // only when their stripes collide. Reads under the shared lock (a key with
 // a deadline, GetItem) log the same way, after releasing it. Hit and miss
 // counts go to the engine's striped counters (readCounts), exact and

@@ -242,20 +242,27 @@ func keyAt(off, kw uint32) uint32 { return off + hdrLen(kw>>24) }
 // overwritten in place a word at a time with atomic operations.
 func valueAt(off, kw uint32) uint32 { return keyAt(off, kw) + pad8(kw&maxKeyLen) }
 
+// arenaWords returns where the pad8(n) bytes at at start in arena, the
+// words an atomic word loop reads or writes: their range is checked once,
+// against the arena's length, by slicing (which reads no memory: indexing
+// the last byte is a plain read, which the race detector sees racing an
+// in-place overwrite).
+func arenaWords(arena []byte, at uint32, n int) unsafe.Pointer {
+	return unsafe.Pointer(unsafe.SliceData(arena[at : int(at)+pad8(n) : len(arena)]))
+}
+
 // storeValue writes value at v (from valueAt) with atomic word stores, the
 // last word zero-padded: an optimistic reader copying the value at the same
 // time (loadValue) races with nothing, and its sequence check discards
 // what it read. The words hold the bytes in memory order (native byte
 // order), as a copy would, so that View hands out the value as written.
-// The arena's range is checked once; the words are reached from its start.
+// The range is checked once (arenaWords).
 func storeValue(arena []byte, v uint32, value []byte) {
 	n := len(value)
 	if n == 0 {
 		return
 	}
-	// The words lie in the arena: one check against its length (slicing
-	// reads no memory, which the race detector would see as a plain read).
-	p := unsafe.Pointer(unsafe.SliceData(arena[v : int(v)+pad8(n) : len(arena)]))
+	p := arenaWords(arena, v, n)
 	i := 0
 	for ; i+8 <= n; i += 8 {
 		atomic.StoreUint64((*uint64)(unsafe.Add(p, i)), binary.NativeEndian.Uint64(value[i:i+8]))
@@ -281,9 +288,7 @@ func loadValue(dst []byte, arena []byte, v uint32, n int) []byte {
 		return dst
 	}
 	out := dst[start:]
-	// The words lie in the arena: one check against its length (slicing
-	// reads no memory, which the race detector would see as a plain read).
-	p := unsafe.Pointer(unsafe.SliceData(arena[v : int(v)+pad8(n) : len(arena)]))
+	p := arenaWords(arena, v, n)
 	i := 0
 	for ; i+8 <= n; i += 8 {
 		binary.NativeEndian.PutUint64(out[i:i+8], atomic.LoadUint64((*uint64)(unsafe.Add(p, i))))

@@ -118,7 +118,7 @@ func (e *Engine) restoreOne(r *aof.Record, floors []uint64) error {
 	var err error
 	var op locked
 	for op.lock(e, s) {
-		err = s.restoreLocked(r, h, floors[h&e.mask], op.now, &op.r, op.events())
+		err = s.restoreLocked(r, h, floors[h&e.mask], op.clk.get(), &op.r, op.events())
 		err = op.unlock(err)
 	}
 	return err

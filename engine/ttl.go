@@ -54,8 +54,8 @@ func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now 
 	var op locked
 	for op.lock(e, s) {
 		var d int64
-		if d, err = deadlineAt(op.now); err == nil {
-			done, err = s.expireLocked(key, h, cond, d, op.now, op.events())
+		if d, err = deadlineAt(op.clk.get()); err == nil {
+			done, err = s.expireLocked(key, h, cond, d, op.clk.get(), op.events())
 		}
 		err = op.unlock(err)
 	}
@@ -139,7 +139,7 @@ func (e *Engine) Persist(key string) (bool, error) {
 	var err error
 	var op locked
 	for op.lock(e, s) {
-		if slot, ok := s.lookupLocked(key, h, op.now, op.events()); ok && s.at(slot).deadline() != 0 {
+		if slot, ok := s.lookupAtLocked(key, h, &op.clk, op.events()); ok && s.at(slot).deadline() != 0 {
 			en := s.at(slot)
 			if err = s.logMetaLocked(en, 0, en.flags()&flagPinned != 0); err == nil {
 				s.retimeLocked(en, h, 0, false)
@@ -169,9 +169,9 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	var op locked
 	for op.lock(e, s) {
 		var d int64
-		if d, err = deadlineAfter(op.now, ttl); err == nil {
+		if d, err = deadlineAfter(op.clk.get(), ttl); err == nil {
 			var slot uint32
-			if slot, ok = s.lookupLocked(key, h, op.now, op.events()); ok {
+			if slot, ok = s.lookupAtLocked(key, h, &op.clk, op.events()); ok {
 				en := s.at(slot)
 				if err = s.deadlineRoomLocked(en, d); err != nil {
 					ok = false
@@ -179,7 +179,7 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 					ok = false
 				} else {
 					en = s.retimeLocked(en, h, d, true)
-					it = itemOf(en, op.now)
+					it = itemOf(en, op.clk.get())
 				}
 			}
 		}
@@ -204,7 +204,7 @@ func (e *Engine) Pin(key string, pinned bool) (bool, error) {
 	var err error
 	var op locked
 	for op.lock(e, s) {
-		ok, err = s.pinLocked(key, h, pinned, op.now, op.events())
+		ok, err = s.pinLocked(key, h, pinned, op.clk.get(), op.events())
 		err = op.unlock(err)
 	}
 	return ok, err

@@ -117,7 +117,7 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 			// shard is a valid witness.
 			err = ErrClosed
 		} else {
-			versions, committed, err = e.commitLocked(pre, ops, hashes, op.now, &op.r, op.events())
+			versions, committed, err = e.commitLocked(pre, ops, hashes, op.clk.get(), &op.r, op.events())
 		}
 		err = op.unlock(err)
 	}

@@ -40,7 +40,7 @@ func (e *Engine) SetWith(key string, value []byte, o SetOptions) (version uint64
 		return 0, false, ErrClosed
 	}
 	s, h := e.shardFor(key)
-	op := locked{lazy: true}
+	var op locked
 	for op.lock(e, s) {
 		s.deferUpdate = true // the write's last policy call; Unlock makes it
 		version, ok, err = s.setLocked(key, h, value, o, &op.clk, &op.r, op.events())
@@ -329,7 +329,7 @@ func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool, er
 	var val []byte
 	var ok bool
 	var err error
-	op := locked{lazy: true}
+	var op locked
 	for op.lock(e, s) {
 		val, ok, err = s.removeKeyLocked(key, h, version, load, &op.clk, op.events())
 		op.unlock(nil)

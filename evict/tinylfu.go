@@ -16,7 +16,8 @@ import "math"
 // that of the probation region's least recent entry and returns the loser,
 // moving a winning candidate into probation. With no window entry (a window
 // share smaller than one entry, or one the climber emptied) the candidate is
-// probation's most recent entry, which came from the window without a duel.
+// probation's most recent entry, usually one the window moved there without
+// a duel.
 // A hit in probation promotes the entry to protected; protected overflow is
 // demoted back to probation, ahead of entries the window moves there. The
 // frequencies come from a count-min sketch of 4-bit counters over 30-bit key
@@ -486,9 +487,9 @@ func (p *tinyLFUPolicy) Victim(now int64) (Handle, bool) {
 	}
 	if w == none {
 		// No window entry (a window share smaller than one entry, or
-		// emptied by the climber): probation's newest entry, which came
-		// from the window without a duel, duels with the victim, so that
-		// admission still filters a scan.
+		// emptied by the climber): probation's newest entry (usually one
+		// the window moved there without a duel) duels with the victim,
+		// so that admission still filters a scan.
 		if c := p.q[segProbation].head; c != none && c != victim && !p.admit(p.fp(Handle(c)), p.fp(Handle(victim))) {
 			return Handle(c), true
 		}
