@@ -17,7 +17,7 @@ type countingClock struct {
 
 func (c *countingClock) Now() int64 { c.n.Add(1); return c.Manual.Now() }
 
-// TestWriteReadsTheClockOnlyWhenItNeedsTheTime: a Set or Delete reads the
+// TestWriteReadsTheClockOnlyWhenItNeedsTheTime: a Set, Delete or Persist reads the
 // clock once if the time decides something (a TTL to set, a key with a
 // deadline, room to make under MaxBytes), and not at all otherwise.
 func TestWriteReadsTheClockOnlyWhenItNeedsTheTime(t *testing.T) {
@@ -43,6 +43,10 @@ func TestWriteReadsTheClockOnlyWhenItNeedsTheTime(t *testing.T) {
 			func(e *Engine) error { e.Delete("k"); return nil }, 0},
 		{"delete of a key with a deadline", Config{}, func(e *Engine) { e.SetTTL("k", val, time.Minute) },
 			func(e *Engine) error { e.Delete("k"); return nil }, 1},
+		{"persist of a key without TTL", Config{}, func(e *Engine) { e.Set("k", val) },
+			func(e *Engine) error { _, err := e.Persist("k"); return err }, 0},
+		{"persist of a key with a deadline", Config{}, func(e *Engine) { e.SetTTL("k", val, time.Minute) },
+			func(e *Engine) error { _, err := e.Persist("k"); return err }, 1},
 		{"room to make", Config{Shards: 1, MaxBytes: 2 * (1 + 16 + EntryOverhead), Policy: evict.AllKeysLRU},
 			func(e *Engine) { e.Set("a", val); e.Set("b", val) },
 			func(e *Engine) error { _, err := e.Set("c", val); return err }, 1},
