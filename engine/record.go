@@ -13,7 +13,7 @@ import (
 // garbage collector scans almost nothing however many entries there are:
 //
 //   - arena []byte: one record per entry, a 24-byte header (version,
-//     value length, key length and flags, the entry's slot) followed by the
+//     the entry's slot, value length, key length and flags) followed by the
 //     key and the value, each padded to 8 bytes; a record of an entry with
 //     a TTL has an 8-byte deadline word after the header (flagDeadline),
 //     32 bytes in all. Writes append. An overwrite whose
@@ -110,13 +110,20 @@ const (
 	flagDeadline
 )
 
-// Record header layout, little endian. Bytes 20–23 are padding (the key
-// is 8-byte aligned); the deadline word exists only with flagDeadline.
+// Record header layout, in the machine's byte order (binary.NativeEndian:
+// the words are read and written with atomic loads and stores). Bytes
+// 12–15 are padding (the key is 8-byte aligned); the deadline word exists
+// only with flagDeadline. What a read of a key without TTL needs (the
+// lengths and flags, then the key) is contiguous at the header's end:
+// bytes 16 to the key's end, 24 bytes for a 16-byte key, which straddle
+// two cache lines for 2 of the 8 alignments of a record (3 of 8 when the
+// lengths followed the version word); the version and the slot are read
+// only when needed (GetItem, a logged hit).
 const (
 	hdrVersion  = 0  // uint64
-	hdrVlen     = 8  // uint32
-	hdrKlen     = 12 // uint32: key length (low 24 bits) | flags << 24
-	hdrSlot     = 16 // uint32: the entry's slot (ents[slot] points back here)
+	hdrSlot     = 8  // uint32: the entry's slot (ents[slot] points back here)
+	hdrVlen     = 16 // uint32
+	hdrKlen     = 20 // uint32: key length (low 24 bits) | flags << 24
 	hdrDeadline = 24 // int64, engine-clock ns, 0 = no TTL; with flagDeadline only
 	hdrSize     = 24 // a header without a deadline word
 	hdrSizeTTL  = 32 // a header with one
