@@ -471,7 +471,7 @@ func TestViewThatPanicsLeavesNoViewCounted(t *testing.T) {
 		}()
 		e.View("k", func([]byte) { panic("fn fails") })
 	}()
-	if !e.shards[0].views.Load().none() {
+	if !e.views.Load().none(0) {
 		t.Fatal("a View is still counted after its fn panicked")
 	}
 	s := &e.shards[0]
