@@ -110,6 +110,11 @@ type options struct {
 	paths []bench.ReadPath
 }
 
+// warmReads is how many reads per key of the key space each child makes
+// (bench.Warm, untimed, one goroutine) between the fill and its first
+// timed loop.
+const warmReads = 2
+
 // Errors of parseArgs.
 var (
 	errBadCPU   = errors.New("bad -cpu list")
@@ -381,6 +386,7 @@ func runCell(o options) (cell, error) {
 	c := p.New(bench.Options{Entries: o.keys, KeyLen: bench.KeyLen, ValueLen: bench.ValueLen})
 	defer c.Close()
 	bench.Fill(c, d.Keys, d.Value, false)
+	bench.Warm(c, d, warmReads*o.keys)
 	out := cell{Cache: o.cache, CPU: o.cpu, Round: o.round, Keys: o.keys, Resident: c.Len()}
 	runtime.GC()
 	if o.prof != "" {
@@ -419,7 +425,7 @@ func runCell(o options) (cell, error) {
 
 // runParent runs every child of the plan and writes the report to w.
 func runParent(o options, args []string, w io.Writer) error {
-	env := machine{Env: bench.Environment(), GOMAXPROCS: runtime.GOMAXPROCS(0), LoadStart: bench.LoadAvg(),
+	env := machine{Env: bench.Environment(), GOMAXPROCS: runtime.GOMAXPROCS(0), WarmReads: warmReads * o.keys, LoadStart: bench.LoadAvg(),
 		Command: commandLine(args)}
 	jobs := plan(o.groups, o.cpus, o.rounds)
 	var cells []cell
@@ -542,6 +548,9 @@ type machine struct {
 	LoadEnd    string `json:"load_end"`
 	Command    string `json:"command"`
 	Elapsed    string `json:"elapsed"`
+	// WarmReads is how many untimed reads each child made after the fill
+	// (warmReads × keys; absent from runs made before there were any).
+	WarmReads int `json:"warm_reads,omitempty"`
 	// Failed lists the cells whose child failed (their figures are absent).
 	Failed []string `json:"failed,omitempty"`
 }

@@ -102,8 +102,8 @@ func render(o options, env machine, cells []cell) string {
 	}
 	pf("- **Machine**: %s, %s, nproc %d, %s; transparent huge pages: %s; GOMAXPROCS of the parent %d (each child sets GOMAXPROCS to its -cpu value); load average (1, 5, 15 min) at start %s, at end %s; %s, elapsed %s.\n",
 		env.OS, env.CPU, env.CPUs, env.Go, thp, env.GOMAXPROCS, env.LoadStart, env.LoadEnd, env.Date, env.Elapsed)
-	pf("- **Workload**: %d keys of %d B, %d B values, a Zipf 1.01 trace of %d operations (each goroutine from its own offset), the cache pre-filled, no TTLs; %d round(s), interleaved, one process per cache, -cpu value and round; -benchtime %s per loop; medians over rounds.\n",
-		o.keys, bench.KeyLen, bench.ValueLen, bench.TraceLen, o.rounds, o.benchtime)
+	pf("- **Workload**: %d keys of %d B, %d B values, a Zipf 1.01 trace of %d operations (each goroutine from its own offset), the cache pre-filled, %s, no TTLs; %d round(s), interleaved, one process per cache, -cpu value and round; -benchtime %s per loop; medians over rounds.\n",
+		o.keys, bench.KeyLen, bench.ValueLen, bench.TraceLen, warmed(env.WarmReads), o.rounds, o.benchtime)
 	pf("- **Cells**: wall ns/op · CPU ns/op (user + system time of the child over the timed loop, GC included) · allocs/op; in parentheses the throughput relative to the table's first column (its ns/op ÷ this ns/op: at or above 1.00× is at least as fast), from wall and from CPU time. n/a: the cache has no such read path (tide View needs a zero-copy read in the engine).\n")
 	if o.charts != "" {
 		pf("- **Charts** (%s/speed-<group>-cpu<N>.svg, one under each table): the throughput relative to the table's first column (wall time, medians), per mix, one bar per cache and read path, with lines at the targets %.1f× (View) and %.1f× (Get).\n",
@@ -192,4 +192,12 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// warmed says how the children warmed their caches before timing.
+func warmed(reads int) string {
+	if reads == 0 {
+		return "then timed at once"
+	}
+	return fmt.Sprintf("then read untimed (%d reads of the trace, one goroutine: bench.Warm)", reads)
 }
