@@ -42,7 +42,7 @@ import (
 
 func main() {
 	peers := flag.String("peer", "tide,tide-capped", "comma-separated bench peers")
-	path := flag.String("path", "View", "read path: View (where the cache has one, else AppendGet) or AppendGet; or Set: overwrites of the pre-filled keys instead of reads")
+	path := flag.String("path", "View", "read path: View (where the cache has one, else AppendGet), Get (a fresh copy per read, where the cache has one, else AppendGet) or AppendGet; or Set: overwrites of the pre-filled keys instead of reads")
 	keys := flag.Int("keys", 1_000_000, "keys in the key space")
 	ops := flag.Int("ops", 2_000_000, "reads in the measured run")
 	warm := flag.Int("warm", 0, "reads made before the measured ones in both runs (a cache read for a while: tide's calm sampling starts after a pass of reads)")
@@ -75,6 +75,8 @@ func runChild(peer, path string, keys, n int) error {
 	bench.Fill(c, d.Keys, d.Value, false)
 	viewer, view := c.(bench.Viewer)
 	view = view && path == "View"
+	copier, cp := c.(bench.Copier)
+	cp = cp && path == "Get"
 	var seen int
 	see := func(v []byte) { seen += len(v) }
 	buf := make([]byte, 0, 256)
@@ -86,6 +88,9 @@ func runChild(peer, path string, keys, n int) error {
 		}
 		if view {
 			viewer.View(k, see)
+		} else if cp {
+			v, _ := copier.GetCopy(k)
+			seen += len(v)
 		} else {
 			buf, _ = c.Get(buf[:0], k)
 			seen += len(buf)
@@ -97,6 +102,8 @@ func runChild(peer, path string, keys, n int) error {
 		used = "Set"
 	case view:
 		used = "View"
+	case cp:
+		used = "Get"
 	}
 	fmt.Println("readcost-path", used, seen)
 	return nil
