@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -484,6 +486,49 @@ func TestViewThatPanicsLeavesNoViewCounted(t *testing.T) {
 	s.mu.RUnlock()
 	if after != before {
 		t.Errorf("overwrite after a panicking View: arena %d → %d bytes, want in place", before, after)
+	}
+	mustCheck(t, e)
+}
+
+// View counts are kept per shard (a column of the engine-wide table): a
+// View in progress on one shard keeps in place overwrites of viewed
+// records off that shard only. Every shard of a 4-shard engine, in turn,
+// is the one viewed: its viewed record must be appended anew, every other
+// shard's viewed record overwritten in place.
+func TestViewInProgressHoldsOffInPlaceOverwritesOfItsShardOnly(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 4})
+	keys := make([]string, len(e.shards)) // keys[i] lives in shard i
+	for i := 0; slices.Contains(keys, ""); i++ {
+		k := fmt.Sprintf("k%d", i)
+		if s, _ := e.shardFor(k); keys[s.id] == "" {
+			keys[s.id] = k
+		}
+	}
+	arenaLen := func(i int) int {
+		s := &e.shards[i]
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return len(s.arena)
+	}
+	for round, viewed := range keys {
+		val := strings.Repeat(string(rune('a'+round)), 8)
+		for _, k := range keys {
+			mustSet(t, e, k, val)
+			e.View(k, func([]byte) {}) // marks the record
+		}
+		var before [4]int
+		for i := range keys {
+			before[i] = arenaLen(i)
+		}
+		e.View(viewed, func([]byte) {
+			for i, k := range keys {
+				mustSet(t, e, k, strings.ToUpper(val))
+				inPlace := arenaLen(i) == before[i]
+				if want := i != round; inPlace != want {
+					t.Errorf("overwrite of %s (shard %d) while a View of shard %d runs: in place %v, want %v", k, i, round, inPlace, want)
+				}
+			}
+		})
 	}
 	mustCheck(t, e)
 }
