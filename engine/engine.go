@@ -90,7 +90,7 @@
 // linearizable. Get, AppendGet and View of a key without a TTL (and of a
 // missing key) take no lock and write no memory shared by the shard's
 // readers: an optimistic read validated by the shard's sequence count (a
-// seqlock; see shardMu and peek), retried under the lock when a writer ran
+// seqlock; see shardMu and shard.probe), retried under the lock when a writer ran
 // meanwhile. Reads of a key with a TTL, and the other reads, take the
 // shard's lock in shared mode and read the clock under it. View's callback
 // runs with no lock held.

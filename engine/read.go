@@ -19,14 +19,20 @@ func (e *Engine) Get(key string) ([]byte, bool) {
 // allocates nothing when dst has room.
 func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s, h := e.shardFor(key)
-	var pk peeked
 	for range peekTries {
-		switch e.peek(s, key, h, true, &pk); pk.r {
+		arena, off, kw, vl, seq, r := s.probe(key, h)
+		switch {
+		case r == peekMiss:
+			r = e.absent(s, h, seq, true)
+		case r == peekHit && kw>>24&flagDeadline != 0:
+			_, _, r = e.liveAt(s, arena, off, seq)
+		}
+		switch r {
 		case peekHit:
 			n := len(dst)
-			dst = loadValue(dst, pk.arena, pk.val, pk.vlen)
-			if pk.valid(s) {
-				e.peekHit(s, &pk)
+			dst = loadValue(dst, arena, valueAt(off, kw), int(vl))
+			if s.mu.seq.Load() == seq {
+				e.hitAt(s, arena, off, kw, seq)
 				return dst, true
 			}
 			dst = dst[:n]
@@ -75,16 +81,20 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
 	vc := e.viewCountsLoad().enter(int(h & e.mask))
 	defer vc.Add(-1)
-	var pk peeked
 	for range peekTries {
-		switch e.peek(s, key, h, true, &pk); pk.r {
+		arena, off, kw, vl, seq, r := s.probe(key, h)
+		switch {
+		case r == peekMiss:
+			r = e.absent(s, h, seq, true)
+		case r == peekHit && kw>>24&flagDeadline != 0:
+			_, _, r = e.liveAt(s, arena, off, seq)
+		}
+		switch r {
 		case peekHit:
-			// Validated before the mark too, so that the
-			// compare-and-swap hits a real header, never bytes of a
-			// stale view.
-			if pk.valid(s) && pk.markViewed() && pk.valid(s) {
-				e.peekHit(s, &pk)
-				fn(pk.arena[pk.val : pk.val+uint32(pk.vlen)])
+			if s.mu.seq.Load() == seq && markViewed(arena, off, kw) && s.mu.seq.Load() == seq {
+				e.hitAt(s, arena, off, kw, seq)
+				v := valueAt(off, kw)
+				fn(arena[v : v+vl])
 				return true
 			}
 		case peekMiss:
@@ -176,7 +186,7 @@ func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
 	return ttl, true
 }
 
-// peekResult is what an optimistic read (peek) found.
+// peekResult is what an optimistic read (probe, peek) found.
 type peekResult uint8
 
 const (
@@ -229,39 +239,36 @@ func (pk *peeked) ttl() time.Duration {
 	return time.Duration(pk.deadline - pk.now)
 }
 
-// peek looks key up without taking s.mu: the first half of a seqlock read
-// (see shardMu). It reads s.mu.seq, then the published arrays (storeView),
-// every word with an atomic load (table words, record headers, the key:
-// keyEqual): a stale view may read any bytes of an old arena as a
-// header or key, and some of those are written concurrently (flagViewed).
-// A miss is validated (seq read again, unchanged) and, if counted (every
-// read but TTL), counted and logged for the policy here. A hit is not
-// yet: the caller reads the value (with
+// probe looks key up without taking s.mu: the first half of a seqlock
+// read (see shardMu). It reads s.mu.seq, then the published arrays
+// (storeView), every word with an atomic load (table words, record
+// headers, the key: keyEqual): a stale view may read any bytes of an old
+// arena as a header or key, and some of those are written concurrently
+// (flagViewed). It returns peekHit with the record it found (its offset,
+// key length and flags word kw, and value length vl, in the arena it
+// returns), peekMiss if the key is not there, and the sequence count it
+// read; neither is validated yet. Anything inconclusive — a writer at
+// work, a word pointing outside the arrays the reader holds (a stale
+// view) — is peekRetry: the caller waits for the writer and tries again
+// (see peekTries), then reads under the lock. The results come back in
+// registers: filling a struct through a pointer, and reading it back,
+// cost a View about 70 of its 600 instructions (cachegrind).
+//
+// A read built on probe (View, AppendGet, and peek for the others) then
+// decides: a hit on a record with a deadline asks liveAt; a miss is
+// validated and counted (absent); a live hit is read (the value with
 // atomic loads: it may be overwritten in place, see storeValue), then
-// checks valid: the same even count means no writer ran since the first
-// read, so what the reader read is the state at that instant, the read's
-// linearization point; then it calls peekHit. Anything inconclusive — a
-// writer at work, a word pointing outside the arrays the reader holds (a
-// stale view) — is peekRetry: the caller waits for the writer and tries
-// again (see peekTries), then reads under the lock. A key with a deadline
-// reads the engine's clock between the first read of the count and the
-// validation, which is what reading it under the lock means for a seqlock
-// reader: no writer ran between the reading and the state it is compared
-// with, so the decision (live, or due: peekDue, validated here) is that of
-// the instant of the reading, and a reading that a writer may have made
-// stale fails the validation. (TestEveryOpReadsClockUnderShardLock checks
-// it: its clock changes the shard at every reading taken without the
-// lock, and the read must not decide on such a reading.) The deadline and
-// that reading come back in the result, for GetItem's and TTL's TTL.
-// peek writes no memory shared by all readers of the shard (reading the
-// clock for a key with a TTL may: with a clock not known to be monotonic,
-// e.now keeps an engine-wide high-water mark; clock.Real is monotonic).
-func (e *Engine) peek(s *shard, key string, h uint64, counted bool, pk *peeked) {
-	seq := s.mu.seq.Load()
+// validated: the same even count means no writer ran since the first read,
+// so what the reader read is the state at that instant, the read's
+// linearization point; then it counts the hit (hitAt). None of it writes
+// memory shared by all readers of the shard (reading the clock for a key
+// with a TTL may: with a clock not known to be monotonic, e.now keeps an
+// engine-wide high-water mark; clock.Real is monotonic).
+func (s *shard) probe(key string, h uint64) (arena []byte, off, kw, vl uint32, seq uint64, r peekResult) {
+	seq = s.mu.seq.Load()
 	p := s.pub.Load()
 	if seq&1 != 0 || p == nil {
-		pk.r = peekRetry
-		return
+		return nil, 0, 0, 0, 0, peekRetry
 	}
 	tag := table.Tag(h)
 	words := p.words
@@ -280,53 +287,82 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool, pk *peeked) 
 			continue
 		}
 		j = table.Step(j, n)
-		ref := uint32(w) - 1
-		off := refOff(ref)
+		off = refOff(uint32(w) - 1)
 		if uint64(off)+hdrSize > uint64(len(p.arena)) {
-			pk.r = peekRetry
-			return
+			return nil, 0, 0, 0, 0, peekRetry
 		}
-		kw := atomic.LoadUint32(hdr32(p.arena, off+hdrKlen))
+		kw = atomic.LoadUint32(hdr32(p.arena, off+hdrKlen))
 		kl := kw & maxKeyLen
 		if int(kl) != len(key) {
 			continue
 		}
-		vl := atomic.LoadUint32(hdr32(p.arena, off+hdrVlen))
+		vl = atomic.LoadUint32(hdr32(p.arena, off+hdrVlen))
 		if uint64(off)+uint64(recSize(int(kl), int(vl), kw>>24)) > uint64(len(p.arena)) {
-			pk.r = peekRetry
-			return
+			return nil, 0, 0, 0, 0, peekRetry
 		}
-		if !keyEqual(p.arena, keyAt(off, kw), key) {
-			continue
+		if keyEqual(p.arena, keyAt(off, kw), key) {
+			return p.arena, off, kw, vl, seq, peekHit
 		}
-		var now, d int64
-		if kw>>24&flagDeadline != 0 {
-			d = int64(atomic.LoadUint64(hdr64(p.arena, off+hdrDeadline)))
-		}
-		if d != 0 {
-			if now = e.now(); now >= d {
-				if s.mu.seq.Load() != seq {
-					pk.r = peekRetry
-					return
-				}
-				pk.r = peekDue
-				return
-			}
-		}
-		// Field by field: a composite literal zeroes *pk and copies it
-		// whole: 41 instructions a hit under cachegrind, against 20.
-		pk.r, pk.arena, pk.off, pk.val, pk.vlen = peekHit, p.arena, off, valueAt(off, kw), int(vl)
-		pk.kw, pk.seq, pk.deadline, pk.now = kw, seq, d, now
-		return
+	}
+	return nil, 0, 0, 0, seq, peekMiss
+}
+
+// liveAt decides whether the record probe found at off in arena, whose
+// flags word kw has flagDeadline, is live: it reads the engine's clock
+// between the first read of the sequence count (seq) and the validation,
+// which is what reading it under the lock means for a seqlock reader: no
+// writer ran between the reading and the state it is compared with, so
+// the decision (live: peekHit, or due: peekDue, validated here) is that of
+// the instant of the reading, and a reading that a writer may have made
+// stale fails the validation (peekRetry). (TestEveryOpReadsClockUnderShardLock
+// checks it: its clock changes the shard at every reading taken without
+// the lock, and the read must not decide on such a reading.) It returns
+// the deadline (0: none; the word may hold 0 after a TTL was cleared) and
+// the reading (0 if it took none), for GetItem's and TTL's TTL.
+func (e *Engine) liveAt(s *shard, arena []byte, off uint32, seq uint64) (d, now int64, r peekResult) {
+	d = int64(atomic.LoadUint64(hdr64(arena, off+hdrDeadline)))
+	if d == 0 {
+		return 0, 0, peekHit
+	}
+	if now = e.now(); now < d {
+		return d, now, peekHit
 	}
 	if s.mu.seq.Load() != seq {
-		pk.r = peekRetry
-		return
+		return 0, 0, peekRetry
+	}
+	return d, now, peekDue
+}
+
+// absent validates a miss of probe (seq is the count it read) and, if
+// counted (every read but TTL), counts it and logs it for the policy:
+// peekMiss, or peekRetry if a writer ran meanwhile.
+func (e *Engine) absent(s *shard, h uint64, seq uint64, counted bool) peekResult {
+	if s.mu.seq.Load() != seq {
+		return peekRetry
 	}
 	if counted {
 		e.readMiss(s, h)
 	}
-	pk.r = peekMiss
+	return peekMiss
+}
+
+// peek is probe and the decisions that follow it, with the result in pk:
+// GetItem's, TTL's and the tests' form of the optimistic read (View and
+// AppendGet use probe directly). A hit is not validated yet (the caller
+// validates after reading: pk.valid); a miss and a due key are.
+func (e *Engine) peek(s *shard, key string, h uint64, counted bool, pk *peeked) {
+	arena, off, kw, vl, seq, r := s.probe(key, h)
+	var d, now int64
+	switch {
+	case r == peekMiss:
+		r = e.absent(s, h, seq, counted)
+	case r == peekHit && kw>>24&flagDeadline != 0:
+		d, now, r = e.liveAt(s, arena, off, seq)
+	}
+	// Field by field: a composite literal zeroes *pk and copies it
+	// whole: 41 instructions a hit under cachegrind, against 20.
+	pk.r, pk.arena, pk.off, pk.val, pk.vlen = r, arena, off, valueAt(off, kw), int(vl)
+	pk.kw, pk.seq, pk.deadline, pk.now = kw, seq, d, now
 }
 
 // keyEqual reports whether the key stored at k (8-byte aligned, padded to
@@ -362,32 +398,38 @@ func nativeWord(s string) uint64 {
 // count: what was read since is the state of that instant.
 func (pk *peeked) valid(s *shard) bool { return s.mu.seq.Load() == pk.seq }
 
-// markViewed sets flagViewed on the record peek found (see View), and
-// reports false if a concurrent change of the header made it fail (the
-// caller then reads under the lock). The caller validates afterwards.
-func (pk *peeked) markViewed() bool {
-	if pk.kw>>24&flagViewed != 0 {
+// markViewed sets flagViewed on the record probe found at off in arena,
+// whose flags word was kw (see View), and reports false if a concurrent
+// change of the header made it fail (the caller then reads under the
+// lock). The caller validates before (so that the compare-and-swap hits a
+// real header, never bytes of a stale view) and after.
+func markViewed(arena []byte, off, kw uint32) bool {
+	if kw>>24&flagViewed != 0 {
 		return true
 	}
-	return atomic.CompareAndSwapUint32(hdr32(pk.arena, pk.off+hdrKlen), pk.kw, pk.kw|flagViewed<<24)
+	return atomic.CompareAndSwapUint32(hdr32(arena, off+hdrKlen), kw, kw|flagViewed<<24)
 }
 
-// peekHit counts a validated hit and logs it for the policy, as readHit
-// does. Only a hit the log takes reads the record's slot (peek does not:
+// hitAt counts a validated hit on the record at off in arena (its flags
+// word kw, its sequence count seq) and logs it for the policy, as readHit
+// does. Only a hit the log takes reads the record's slot (probe does not:
 // most hits of a calm shard are not logged), and it validates again after
 // reading it, so that what it logs is the slot of a state the read saw
 // whole; if a writer ran meanwhile, the event is dropped (the log is
 // lossy).
-func (e *Engine) peekHit(s *shard, pk *peeked) {
+func (e *Engine) hitAt(s *shard, arena []byte, off, kw uint32, seq uint64) {
 	r := goroutineStripe()
 	n := e.reads.hit(r)
-	if pk.kw>>24&flagTracked != 0 && s.rlog != nil && calmPick(n, s.sample.Load()) {
-		slot := atomic.LoadUint32(hdr32(pk.arena, pk.off+hdrSlot))
-		if pk.valid(s) {
+	if kw>>24&flagTracked != 0 && s.rlog != nil && calmPick(n, s.sample.Load()) {
+		slot := atomic.LoadUint32(hdr32(arena, off+hdrSlot))
+		if s.mu.seq.Load() == seq {
 			s.logAccess(slot, r>>8)
 		}
 	}
 }
+
+// peekHit is hitAt for what peek found.
+func (e *Engine) peekHit(s *shard, pk *peeked) { e.hitAt(s, pk.arena, pk.off, pk.kw, pk.seq) }
 
 // rlockLive takes s.mu shared and finds key's live entry: the read path
 // every read shares. On success s.mu is still held (the caller releases

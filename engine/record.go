@@ -56,7 +56,7 @@ import (
 // Records are 8-byte aligned (recSize pads them) in an 8-byte aligned
 // arena (newArena), and every header word is read and written with
 // sync/atomic; ents and table words are stored with sync/atomic too. That
-// is what lets a reader without the lock (Engine.peek) read them while a
+// is what lets a reader without the lock (shard.probe) read them while a
 // writer works, race-free under the Go memory model: it reads the shard's
 // published arrays (storeView, replaced when a writer replaces an array),
 // follows table word → record, and keeps the result only if the shard's
@@ -159,7 +159,7 @@ type entry struct {
 func (s *shard) at(slot uint32) entry { return entry{s, slot, s.ents.get(slot) - 1} }
 
 // The header's words are read and written with atomic operations, so that an
-// optimistic reader (see shard.peek) that reads them without the lock while
+// optimistic reader (see shard.probe) that reads them without the lock while
 // a writer changes a deadline or flags races with nothing. Records are
 // 8-byte aligned in an 8-byte aligned arena (see recSize and newArena).
 func hdr64(arena []byte, at uint32) *uint64 { return (*uint64)(unsafe.Pointer(&arena[at])) }

@@ -16,7 +16,7 @@ type shard struct {
 	// mu guards every field of the shard except pub and rlog (which are
 	// safe for concurrent use). Writers take it exclusively, which makes
 	// mu.seq odd for as long as they hold it. Reads of a key without a TTL
-	// do not take it at all (see peek); other reads take it shared.
+	// do not take it at all (see probe); other reads take it shared.
 	//
 	// Layout: what an optimistic reader reads of the shard (mu.seq, pub,
 	// rlog) comes first, and rw and the fields writers change follow
