@@ -394,11 +394,15 @@ func (v *viewCounts) none(i int) bool {
 }
 
 // viewCountsLoad returns the engine's View counts, allocating them on the
-// first View.
+// first View (viewCountsAlloc: apart, so that this inlines).
 func (e *Engine) viewCountsLoad() *viewCounts {
 	if v := e.views.Load(); v != nil {
 		return v
 	}
+	return e.viewCountsAlloc()
+}
+
+func (e *Engine) viewCountsAlloc() *viewCounts {
 	e.views.CompareAndSwap(nil, newViewCounts(len(e.shards)))
 	return e.views.Load()
 }
