@@ -738,21 +738,25 @@ func TestAdaptiveGrownWindowKeepsTies(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		capBytes int64
-		to       int  // the configuration switched to, -1 for none
-		wantMain bool // the tie evicts main's victim, not the window's entry
+		size     int64 // each entry's
+		to       int   // the configuration switched to, -1 for none
+		wantMain bool  // the tie evicts main's victim, not the window's entry
 	}{
-		{"exact, grown window", 100, 3, true},
-		{"exact, full window", 100, -1, false},
-		{"exact, grown window, seen-twice rule", 100, seen, false},
-		{"sampling, grown window", 2 * adaptiveFull, 3, false},
+		{"exact, grown window", 100, 1, 3, true},
+		{"exact, full window", 100, 1, -1, false},
+		// 116 entries of 6 bytes: the window of 7 bytes holds one and is
+		// full, though 1 byte short of its share.
+		{"exact, full window short of its share by under an entry", 700, 6, -1, false},
+		{"exact, grown window, seen-twice rule", 100, 1, seen, false},
+		{"sampling, grown window", 2 * adaptiveFull, 1, 3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newAdaptive(tc.capBytes, newAdaptiveGroup(1, adaptiveConfigs)).tinyLFUPolicy
-			n := int(tc.capBytes)
+			n := int(tc.capBytes / tc.size)
 			for i := range n {
 				hash := mix64(uint64(i) + 1)
 				p.Miss(hash)
-				p.Add(Handle(i), Entry{Hash: hash, Size: 1})
+				p.Add(Handle(i), Entry{Hash: hash, Size: tc.size})
 			}
 			if tc.to >= 0 {
 				g := p.group
@@ -763,7 +767,7 @@ func TestAdaptiveGrownWindowKeepsTies(t *testing.T) {
 			}
 			p.filled = true // no demotion pass: the segments stay as they are
 			p.maintain()
-			if grown := p.q[segWindow].bytes < p.windowMax; grown != (tc.to >= 0) {
+			if grown := p.q[segWindow].bytes+tc.size <= p.windowMax; grown != (tc.to >= 0) {
 				t.Fatalf("window %d of %d after the switch to %d", p.q[segWindow].bytes, p.windowMax, tc.to)
 			}
 			w, v := Handle(p.q[segWindow].tail), Handle(p.q[segProbation].tail)
