@@ -720,3 +720,74 @@ func TestAdaptiveIgnoresReadsBeforeHalfFull(t *testing.T) {
 		})
 	}
 }
+
+// TestAdaptiveGrownWindowKeepsTies: after an exact Adaptive policy
+// switches to a larger window, the window's oldest entry keeps its place
+// when it ties main's victim in the frequency duel (the window is below
+// its share, so it was not going to leave it), and main's victim goes;
+// with a full window, a seen-twice rule or sampling miniature caches, a
+// tie still evicts the window's entry.
+func TestAdaptiveGrownWindowKeepsTies(t *testing.T) {
+	seen := -1
+	for i, c := range adaptiveConfigs {
+		if c.seen {
+			seen = i
+			break
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		capBytes int64
+		size     int64 // each entry's
+		to       int   // the configuration switched to, -1 for none
+		wantMain bool  // the tie evicts main's victim, not the window's entry
+	}{
+		{"exact, grown window", 100, 1, 3, true},
+		{"exact, full window", 100, 1, -1, false},
+		// 116 entries of 6 bytes: the window of 7 bytes holds one and is
+		// full, though 1 byte short of its share.
+		{"exact, full window short of its share by under an entry", 700, 6, -1, false},
+		{"exact, grown window, seen-twice rule", 100, 1, seen, false},
+		{"sampling, grown window", 2 * adaptiveFull, 1, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newAdaptive(tc.capBytes, newAdaptiveGroup(1, adaptiveConfigs)).tinyLFUPolicy
+			n := int(tc.capBytes / tc.size)
+			for i := range n {
+				hash := mix64(uint64(i) + 1)
+				p.Miss(hash)
+				p.Add(Handle(i), Entry{Hash: hash, Size: tc.size})
+			}
+			if tc.to >= 0 {
+				g := p.group
+				g.mu.Lock()
+				g.sims.cur = tc.to
+				g.cur.Store(int32(tc.to))
+				g.mu.Unlock()
+			}
+			p.filled = true // no demotion pass: the segments stay as they are
+			p.maintain()
+			if grown := p.q[segWindow].bytes+tc.size <= p.windowMax; grown != (tc.to >= 0) {
+				t.Fatalf("window %d of %d after the switch to %d", p.q[segWindow].bytes, p.windowMax, tc.to)
+			}
+			w, v := Handle(p.q[segWindow].tail), Handle(p.q[segProbation].tail)
+			for p.sk.frequency(p.fp(v)) < p.sk.frequency(p.fp(w)) {
+				p.sk.increment(p.fp(v)) // the first entries came before the sketch counted
+			}
+			if fw, fv := p.sk.frequency(p.fp(w)), p.sk.frequency(p.fp(v)); fw != fv {
+				t.Fatalf("window entry counted %d, main's victim %d: not a tie", fw, fv)
+			}
+			got, ok := p.Victim(0)
+			want := w
+			if tc.wantMain {
+				want = v
+			}
+			if !ok || got != want {
+				t.Errorf("Victim = %d, %v; want %d (window's oldest %d, main's victim %d)", got, ok, want, w, v)
+			}
+			if err := p.group.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -150,3 +150,53 @@ func TestAdaptiveInSimulator(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptiveThroughTheEngineTracksThePolicy: the recommended policy
+// driving a real engine (whose entries have sizes in bytes, not 1) hits
+// within two points of the policy alone on small caches whose miniature
+// caches are exact. Ties in the window's duel once went to the window's
+// entry whenever the window was short of its share by a byte, as an
+// engine's window always is, and the engine lost 9 to 15 points on loops
+// and Glimpse while the policy alone, whose entries fill the window
+// exactly, did not.
+func TestAdaptiveThroughTheEngineTracksThePolicy(t *testing.T) {
+	loop := make([]uint64, 100_000)
+	for i := range loop {
+		loop[i] = uint64(i % 1000)
+	}
+	// Two working sets in turn, each a loop that fits: the second needs a
+	// switch to a larger window.
+	phases := make([]uint64, 0, 120_000)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 40_000 {
+		phases = append(phases, uint64(i/3+r.IntN(40)))
+	}
+	for i := range 80_000 {
+		phases = append(phases, 1<<40+uint64(i%700))
+	}
+	for _, tc := range []struct {
+		name     string
+		keys     []uint64
+		capacity int
+	}{
+		{"loop of 1000 keys, 750 entries", loop, 750},
+		{"sliding keys then a loop of 700, 1000 entries", phases, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol := HitRatio(tc.keys, NewPolicyCache(evict.Adaptive, tc.capacity))
+			ec, err := NewEngineCache(evict.Adaptive, tc.capacity, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := HitRatio(tc.keys, ec)
+			ec.Close()
+			if err := ec.Err(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("policy %.2f, engine %.2f", pol, eng)
+			if math.Abs(eng-pol) > 2 {
+				t.Errorf("engine %.2f, policy alone %.2f: differ by more than 2 points", eng, pol)
+			}
+		})
+	}
+}
