@@ -158,8 +158,6 @@ type Engine struct {
 
 	listenerPanics atomic.Uint64 // recovered in the expiry goroutine
 
-	views atomic.Pointer[viewCounts] // nil until the first View
-
 	reads readCounts // hits and misses, striped (see readlog.go)
 
 	// cycleMu guards cycle, every Pass of it, and cycleEv. It is held for
@@ -219,7 +217,6 @@ func New(cfg Config) (*Engine, error) {
 	for i := range e.shards {
 		s := &e.shards[i]
 		s.mu.s = s
-		s.views, s.id = &e.views, i
 		s.idx = expiry.NewIndex()
 		s.seed = e.seed
 		s.b = e.b

@@ -57,8 +57,8 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 
 // View calls fn with key's value in place, without copying it, and reports
 // whether the key was found (fn is not called on a miss). It allocates
-// nothing, except on the engine's first View: its View counts (see
-// viewCounts; 2 KiB with 64 shards), kept for the engine's life.
+// nothing, except on the first View of a shard: the shard's View counts,
+// 512 bytes, kept for the engine's life.
 //
 // fn runs after the engine has released every lock, on the calling
 // goroutine, so it may call any method of the engine, writers of the same
@@ -69,7 +69,7 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 // the value, copy it (or use Get or AppendGet).
 //
 // The bytes are safe to read for the whole of fn because View counts
-// itself in the engine's viewCounts before it looks the key up and until fn
+// itself in the shard's viewCounts before it looks the key up and until fn
 // returns, and marks the record (flagViewed) before it calls fn: a marked
 // record's value is not overwritten in place while any View of the shard
 // is in progress (an overwrite writes a new record), and an arena's bytes
@@ -79,7 +79,7 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 // first time a record is viewed after a write.
 func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
-	vc := e.viewCountsLoad().enter(int(h & e.mask))
+	vc := s.viewCountsLoad().enter()
 	defer vc.Add(-1)
 	for range peekTries {
 		arena, off, kw, vl, seq, r := s.probe(key, h)

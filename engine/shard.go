@@ -30,12 +30,10 @@ type shard struct {
 	// calmSample-1 while the shard is calm (see readlog.go). Written under
 	// the exclusive lock, read by readers.
 	sample atomic.Uint32
-	// views is the engine's count of the Views whose fn may be running
-	// (see viewCounts), allocated by its first View, so that an engine
-	// that never calls View pays nothing for it; id is the shard's index
-	// in its rows. Set once by New.
-	views *atomic.Pointer[viewCounts]
-	id    int
+	// views counts the Views of the shard whose fn may be running (see
+	// viewCounts); allocated by the shard's first View, so that an engine
+	// that never calls View pays nothing for it.
+	views atomic.Pointer[viewCounts]
 	_     [64]byte     // the readers' line ends here
 	rw    sync.RWMutex // mu's lock (see shardMu)
 

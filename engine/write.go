@@ -177,7 +177,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 		}
 		s.replaced++
 		kw, vl := en.kw(), int(en.vlen()) // read once: each read is an atomic load
-		if pad8(len(value)) <= pad8(vl) && (kw>>24&flagViewed == 0 || s.views.Load().none(s.id)) &&
+		if pad8(len(value)) <= pad8(vl) && (kw>>24&flagViewed == 0 || s.views.Load().none()) &&
 			(deadline == 0 || kw>>24&flagDeadline != 0) {
 			// In place, a word at a time with atomic stores: an
 			// optimistic reader copying the old value races with
