@@ -423,7 +423,7 @@ func markViewed(arena []byte, off, kw uint32) bool {
 func (e *Engine) hitAt(s *shard, arena []byte, off, kw uint32, seq uint64) {
 	r := goroutineStripe()
 	n := e.reads.hit(r)
-	if kw>>24&flagTracked != 0 && s.rlog != nil && calmPick(n, s.sample.Load()) {
+	if kw>>24&flagTracked != 0 && s.logsRead(n) {
 		slot := atomic.LoadUint32(hdr32(arena, off+hdrSlot))
 		if s.mu.seq.Load() == seq {
 			s.logAccess(slot, r>>8)
@@ -465,23 +465,23 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 }
 
 // readMiss counts a read of an absent key with hash h and logs it for the
-// policy, sampled as hits are (see shard.logHit).
+// policy, sampled as hits are (see shard.logsRead).
 func (e *Engine) readMiss(s *shard, h uint64) {
 	r := goroutineStripe()
 	n := e.reads.miss(r)
-	if s.rlog != nil && calmPick(n, s.sample.Load()) {
+	if s.logsRead(n) {
 		s.logMiss(h, r>>8)
 	}
 }
 
 // readHit counts a hit on the entry at slot and, if the entry was
 // tracked, logs it for the policy (sampled while the shard is calm, see
-// shard.logHit). The caller holds no lock of s.
+// shard.logsRead). The caller holds no lock of s.
 func (e *Engine) readHit(s *shard, slot uint32, tracked bool) {
 	r := goroutineStripe()
 	n := e.reads.hit(r)
-	if tracked && s.rlog != nil {
-		s.logHit(slot, r, n)
+	if tracked && s.logsRead(n) {
+		s.logAccess(slot, r>>8)
 	}
 }
 

@@ -148,13 +148,12 @@ func calmPick(n uint64, m uint32) bool {
 	return bits.RotateLeft64(n*0x9e3779b97f4a7c15, calmShift)&uint64(m) == 0
 }
 
-// logHit logs a read hit on slot for the policy, sampled while the shard
-// is calm: r is the reader's goroutineStripe, n the count its hit took its
-// stripe of the hit counter to. The caller holds no lock of s.
-func (s *shard) logHit(slot uint32, r uint32, n uint64) {
-	if calmPick(n, s.sample.Load()) {
-		s.logAccess(slot, r>>8)
-	}
+// logsRead reports whether a read of s that took its goroutine's stripe
+// of the hit (or miss) counter to n is logged for the policy: s has a read
+// log and, while s is calm, calmPick picks n. Every counted read, hit or
+// miss, lock-free or not, decides by it.
+func (s *shard) logsRead(n uint64) bool {
+	return s.rlog != nil && calmPick(n, s.sample.Load())
 }
 
 // logAccess logs a read hit on slot for the policy (stripe r), draining

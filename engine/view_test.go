@@ -491,18 +491,18 @@ func TestViewThatPanicsLeavesNoViewCounted(t *testing.T) {
 }
 
 // View counts are kept per shard: a View in progress on one shard keeps
-// in-place overwrites of viewed records off that shard only. Every shard of a 4-shard engine, in turn,
-// is the one viewed: its viewed record must be appended anew, every other
-// shard's viewed record overwritten in place.
+// in-place overwrites of viewed records off that shard only. Every shard
+// of a 4-shard engine, in turn, is the one viewed: its viewed record must
+// be appended anew, every other shard's viewed record overwritten in place.
 func TestViewInProgressHoldsOffInPlaceOverwritesOfItsShardOnly(t *testing.T) {
 	e, _ := newTest(t, Config{Shards: 4})
 	keys := make([]string, len(e.shards)) // keys[i] lives in shard i
 	for i := 0; slices.Contains(keys, ""); i++ {
 		k := fmt.Sprintf("k%d", i)
 		s, _ := e.shardFor(k)
-		for i := range e.shards {
-			if &e.shards[i] == s && keys[i] == "" {
-				keys[i] = k
+		for j := range e.shards {
+			if &e.shards[j] == s && keys[j] == "" {
+				keys[j] = k
 			}
 		}
 	}
