@@ -255,7 +255,7 @@ func (pk *peeked) ttl() time.Duration {
 // view) — is peekRetry: the caller waits for the writer and tries again
 // (see peekTries), then reads under the lock. The results come back in
 // registers: filling a struct through a pointer, and reading it back,
-// cost a View about 70 of its 600 instructions (cachegrind).
+// cost a View about 30 of its 600 instructions (cachegrind).
 //
 // A read built on probe (View, AppendGet, and peek for the others) then
 // decides: a hit on a record with a deadline asks liveAt; a miss is
