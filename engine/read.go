@@ -200,14 +200,22 @@ const (
 )
 
 // A read that finds a writer at work in its shard (peekRetry) waits for
-// it, up to peekSpins loads of the sequence count, and tries again, up to
-// peekTries times in all, before it reads under the lock: a write holds
-// the lock for well under a microsecond, while a reader that blocks in
-// RLock behind it parks its goroutine (microseconds) and writes the
-// mutex's reader count, a line every reader of the shard then shares.
+// it, up to peekSpins loads of the sequence count (a few microseconds),
+// and tries again, up to peekTries times in all, before it reads under the
+// lock: a write holds the lock for about a microsecond, longer when its
+// lines must come from another core, while a reader that blocks in RLock
+// behind it parks its goroutine, writes the mutex's reader count (a line
+// every reader of the shard then shares) and holds off the next writer.
+// A parked goroutine runs again only when the scheduler wakes a thread
+// for it: tens of microseconds on a virtual machine whose idle core must
+// be woken. With 256 loads, an execution trace of cmd/speed (View, 50/50,
+// -cpu 2) showed goroutines woken by RWMutex.Unlock waiting a tenth of
+// the run to run again, and the process used 1.3–1.8 of its 2 cores;
+// with 4096, 1.9, and the View write mixes at -cpu 2 ran 20–30% faster
+// (bench/README, tenth pass).
 const (
 	peekTries = 4
-	peekSpins = 256
+	peekSpins = 4096
 )
 
 // awaitWriter waits, up to peekSpins loads, until no writer holds the
