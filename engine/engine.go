@@ -98,7 +98,6 @@ package engine
 
 import (
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
@@ -110,8 +109,9 @@ import (
 // Engine is the key-value engine. Create it with New; its zero value is not
 // usable. See the package documentation for the semantics.
 //
-// Algorithm: a hash of the key with a secret per-engine seed (hash/maphash,
-// so keys picked offline cannot be made to collide: no hash flooding)
+// Algorithm: a hash of the key with a secret per-engine seed (the
+// runtime's string hash, as hash/maphash computes it, see keySeed: keys
+// picked offline cannot be made to collide, no hash flooding)
 // picks one of Config.Shards shards by its low bits, and the shard's table
 // word by its high bits; each shard
 // is an RWMutex over pointer-free storage (a slot array, a key/value arena
@@ -147,7 +147,7 @@ type Engine struct {
 	shards   []shard
 	b        *budget // Config.MaxBytes; nil = no cap
 	mask     uint64
-	seed     maphash.Seed // secret: the key hash of every shard and table
+	seed     keySeed // secret: the key hash of every shard and table
 	clock    clock.Clock
 	mono     bool         // clock is known to be monotonic: no guard needed
 	hwm      atomic.Int64 // highest time read from a clock that is not known monotonic
@@ -203,7 +203,7 @@ func New(cfg Config) (*Engine, error) {
 		mono:     isMonotonic(cfg.Clock),
 		maxKey:   cfg.MaxKeySize,
 		onRemove: cfg.OnRemove,
-		seed:     maphash.MakeSeed(),
+		seed:     newKeySeed(),
 		done:     make(chan struct{}),
 		released: make(chan struct{}),
 	}
@@ -327,7 +327,7 @@ func (e *Engine) Closed() bool { return e.closed.Load() }
 
 // shardFor returns key's shard and hash (see shard.hash).
 func (e *Engine) shardFor(key string) (*shard, uint64) {
-	h := maphash.String(e.seed, key)
+	h := e.seed.keyHash(key)
 	return &e.shards[h&e.mask], h
 }
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"testing"
 
@@ -16,7 +15,7 @@ func tagTwins(e *Engine, want int) [][2]string {
 	var pairs [][2]string
 	for i := 0; len(pairs) < want && i < 1<<20; i++ {
 		k := fmt.Sprintf("twin-%d", i)
-		tag := table.Tag(maphash.String(e.seed, k))
+		tag := table.Tag(e.seed.keyHash(k))
 		if o, ok := seen[tag]; ok {
 			pairs = append(pairs, [2]string{o, k})
 			delete(seen, tag)

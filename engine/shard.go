@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -69,8 +68,8 @@ type shard struct {
 	// fills doubles instead of growing by a quarter, and trimLocked ends
 	// it (fewer, larger copies while the whole data set streams in).
 	bulk bool
-	seed maphash.Seed // the engine's; set once by New
-	log  shardLog     // the durability log's state (see durable.go)
+	seed keySeed  // the engine's; set once by New
+	log  shardLog // the durability log's state (see durable.go)
 
 	writes, expired, evicted, deleted, replaced uint64
 
@@ -207,7 +206,9 @@ func (s *shard) publishLocked() {
 
 // hash returns the engine's hash of a stored key: equal to what
 // Engine.shardFor computes for the same key as a string.
-func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
+func (s *shard) hash(key []byte) uint64 {
+	return s.seed.keyHash(unsafe.String(unsafe.SliceData(key), len(key)))
+}
 
 // findLocked returns the slot holding key. s.mu must be held (shared or
 // exclusive).
