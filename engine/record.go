@@ -62,7 +62,7 @@ import (
 // follows table word → record, and keeps the result only if the shard's
 // sequence count did not move (see shardMu). A record's key bytes are
 // written before the table points to the record and never after; the
-// reader still compares them with atomic word loads (keyEqual), since a
+// reader still compares them with atomic word loads (probe), since a
 // stale view may take any bytes of an old arena for a key, some of them
 // header words written concurrently. It copies the value with atomic word
 // loads too (loadValue), since a writer may overwrite it in place
