@@ -12,8 +12,7 @@ import (
 // would collide in all).
 func TestKeyHashIsKeyedAndAgreesForStringsAndBytes(t *testing.T) {
 	a, b := newKeySeed(), newKeySeed()
-	sa := &shard{}
-	sa.seed = a
+	sa := &shard{seed: a}
 	keys := []string{"", "a", "key-00000000001", "key-000000000001", "a key longer than sixteen bytes, and than thirty-two", string(make([]byte, 129))}
 	same := 0
 	for _, k := range keys {

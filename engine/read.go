@@ -45,7 +45,9 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 			e.expireDue(s, key, h)
 			return dst, false
 		}
-		s.mu.awaitWriter()
+		if !s.mu.awaitWriter() {
+			break
+		}
 	}
 	en, _, ok := e.rlockLive(s, key, h, true)
 	if !ok {
@@ -106,7 +108,9 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 			e.expireDue(s, key, h)
 			return false
 		}
-		s.mu.awaitWriter()
+		if !s.mu.awaitWriter() {
+			break
+		}
 	}
 	en, _, ok := e.rlockLive(s, key, h, true)
 	if !ok {
@@ -144,7 +148,9 @@ func (e *Engine) GetItem(key string) (Item, bool) {
 			e.expireDue(s, key, h)
 			return Item{}, false
 		}
-		s.mu.awaitWriter()
+		if !s.mu.awaitWriter() {
+			break
+		}
 	}
 	en, now, ok := e.rlockLive(s, key, h, true)
 	if !ok {
@@ -175,7 +181,9 @@ func (e *Engine) TTL(key string) (ttl time.Duration, ok bool) {
 			e.expireNow(s, key, h)
 			return 0, false
 		}
-		s.mu.awaitWriter()
+		if !s.mu.awaitWriter() {
+			break
+		}
 	}
 	en, now, ok := e.rlockLive(s, key, h, false)
 	if !ok {
@@ -199,30 +207,37 @@ const (
 	peekDue // the key's deadline had passed (validated): expire it, report a miss
 )
 
-// A read that finds a writer at work in its shard (peekRetry) waits for
-// it, up to peekSpins loads of the sequence count (a few microseconds),
-// and tries again, up to peekTries times in all, before it reads under the
-// lock: a write holds the lock for about a microsecond, longer when its
-// lines must come from another core, while a reader that blocks in RLock
-// behind it parks its goroutine, writes the mutex's reader count (a line
-// every reader of the shard then shares) and holds off the next writer.
-// A parked goroutine runs again only when the scheduler wakes a thread
-// for it: tens of microseconds on a virtual machine whose idle core must
-// be woken. With 256 loads, an execution trace of cmd/speed (View, 50/50,
-// -cpu 2) showed goroutines woken by RWMutex.Unlock waiting a tenth of
-// the run to run again, and the process used 1.3–1.8 of its 2 cores;
-// with 4096, 1.9, and the View write mixes at -cpu 2 ran 20–30% faster
-// (bench/README, tenth pass).
+// A read that finds a writer at work in its shard (peekRetry) waits for it,
+// up to peekSpins loads of the sequence count (a few microseconds), and
+// tries again, up to peekTries times in all, before it reads under the lock
+// (at once if the writer outlasts one wait, see awaitWriter): a write holds
+// the lock for about a microsecond, longer when its lines must come from
+// another core, while a reader that blocks in RLock behind it parks its
+// goroutine, writes the mutex's reader count (a line every reader of the
+// shard then shares) and holds off the next writer. A parked goroutine runs
+// again only when the scheduler wakes a thread for it: tens of microseconds
+// on a virtual machine whose idle core must be woken. With 256 loads, an
+// execution trace of cmd/speed (View, 50/50, -cpu 2) showed goroutines
+// woken by RWMutex.Unlock waiting a tenth of the run to run again, and the
+// process used 1.3–1.8 of its 2 cores; with 4096, 1.9, and the View write
+// mixes at -cpu 2 ran 20–30% faster (bench/README, tenth pass).
 const (
 	peekTries = 4
 	peekSpins = 4096
 )
 
 // awaitWriter waits, up to peekSpins loads, until no writer holds the
-// lock (the sequence count is even).
-func (m *shardMu) awaitWriter() {
-	for i := 0; i < peekSpins && m.seq.Load()&1 != 0; i++ {
+// lock (the sequence count is even), and reports whether none does. A
+// writer still at work after that long is slow (an fsync under the lock,
+// a goroutine preempted while it holds it): the read stops trying and
+// takes the lock, so that a reader spins at most once that long for it.
+func (m *shardMu) awaitWriter() bool {
+	for range peekSpins {
+		if m.seq.Load()&1 == 0 {
+			return true
+		}
 	}
+	return false
 }
 
 // peeked is what peek found: on a hit, where the record and its value are
@@ -315,7 +330,7 @@ probing:
 		// Is the key at keyAt (8-byte aligned, padded to 8) key? Its
 		// words are read with atomic loads, the range checked once
 		// (arenaWords). Written out here: as a function (too costly to
-		// inline) it cost a View 9 more instructions (cachegrind).
+		// inline) it cost a View 8 more instructions (cachegrind).
 		kp := arenaWords(p.arena, keyAt(off, kw), len(key))
 		i := 0
 		for ; i+8 <= len(key); i += 8 {
