@@ -9,6 +9,7 @@ package redisserver
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -123,8 +124,16 @@ func (s *Server) start() error {
 	go func() { cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ping(s.Addr) == nil {
-			break
+		if pid, err := serverPID(s.Addr); err == nil {
+			if pid == cmd.Process.Pid {
+				break
+			}
+			// Another test's server took the port between freePort's
+			// probe and this server's bind: this one exits (the port is
+			// in use), and a client of Addr would reach the other.
+			cmd.Process.Kill()
+			<-done
+			return fmt.Errorf("the server answering on %s is process %d, not ours (%d): the port was taken", s.Addr, pid, cmd.Process.Pid)
 		}
 		select {
 		case <-done:
@@ -152,25 +161,38 @@ func (s *Server) log() string {
 	return strings.TrimSpace(string(b))
 }
 
-// ping sends PING and expects +PONG.
-func ping(addr string) error {
+// serverPID asks the server at addr for its process id (INFO server), so
+// that a caller can tell its own server from another one bound to the
+// same port.
+func serverPID(addr string) (int, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
+		return 0, err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING answered %q", line)
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil {
+		return 0, fmt.Errorf("INFO server answered %q", head)
 	}
-	return nil
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("INFO server from %s has no process_id", addr)
 }
 
 // Kill stops the server at once (SIGKILL: a crash, nothing saved) and
