@@ -90,8 +90,8 @@
 // linearizable. Get, AppendGet and View of a key without a TTL (and of a
 // missing key) take no lock and write no memory shared by the shard's
 // readers: an optimistic read validated by the shard's sequence count (a
-// seqlock; see shardMu and shard.probe), retried under the lock when a writer ran
-// meanwhile. Reads of a key with a TTL, and the other reads, take the
+// seqlock; see shardMu and shard.probe), retried under the lock when a
+// writer ran meanwhile. Reads of a key with a TTL, and the other reads, take the
 // shard's lock in shared mode and read the clock under it. View's callback
 // runs with no lock held.
 package engine
@@ -110,21 +110,23 @@ import (
 // usable. See the package documentation for the semantics.
 //
 // Algorithm: a hash of the key with a secret per-engine seed (the
-// runtime's string hash, as hash/maphash computes it, see keySeed: keys
-// picked offline cannot be made to collide, no hash flooding)
+// runtime's memhash, keyed as Go's maps and hash/maphash key it, see
+// keySeed: keys picked offline cannot be made to collide, no hash flooding)
 // picks one of Config.Shards shards by its low bits, and the shard's table
 // word by its high bits; each shard
 // is an RWMutex over pointer-free storage (a slot array, a key/value arena
 // and an open-addressing table; see record.go) plus a B-tree of deadlines and
 // an eviction policy instance.
 //
-// Cost: a read hashes the key, probes the table (expected about one probe),
+// Cost: a read hashes the key, probes the table (2–3 words on average,
+// most often in one cache line: 2.6 at 1M keys, where the load is 0.76),
 // compares the key and copies the value (View: no copy), without a lock for
 // a key without TTL (it reads the shard's sequence count twice and writes
 // its goroutine's stripe of the hit counters and, with a policy, of the
 // shard's read log: every hit, or one in 16 while the shard is calm, with
 // room to spare and not filling, see readlog.go; a read that finds a
-// writer at work waits for it and tries again, up to 4 times) and under
+// writer at work waits for it and tries again, up to 4 times, or takes
+// the lock at once if the writer outlasts one wait) and under
 // the shard lock shared otherwise, reading the clock only if the key has
 // a TTL: O(1), no allocation with AppendGet or
 // View. A read makes two dependent memory accesses on a hit: table word,

@@ -387,6 +387,8 @@ func (s *shard) viewCountsLoad() *viewCounts {
 	return s.viewCountsAlloc()
 }
 
+// viewCountsAlloc is viewCountsLoad's first View of the shard, apart so
+// that viewCountsLoad inlines.
 func (s *shard) viewCountsAlloc() *viewCounts {
 	s.views.CompareAndSwap(nil, new(viewCounts))
 	return s.views.Load()
