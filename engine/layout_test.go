@@ -144,30 +144,45 @@ func TestViewKeepsItsBytesWhenTheKeyGetsATTL(t *testing.T) {
 	}
 }
 
-// storeValue writes every length's bytes exactly, zero-pads the last word,
-// and touches nothing past it; loadValue reads them back.
+// storeValue writes every length's bytes exactly, from a source at every
+// alignment, zero-pads the last word, and touches nothing past it;
+// loadValue reads them back, appending to a destination at every
+// alignment, with room or without, and keeps what the destination held.
 func TestStoreValueRoundTripsEveryLength(t *testing.T) {
 	for n := 0; n <= 41; n++ {
-		arena := make([]byte, 64)
-		for i := range arena {
-			arena[i] = 0xff
-		}
-		value := make([]byte, n)
-		for i := range value {
-			value[i] = byte(i + 1)
-		}
-		storeValue(arena, 8, value)
-		if got := loadValue(nil, arena, 8, n); !bytes.Equal(got, value) {
-			t.Fatalf("len %d: got %v, want %v", n, got, value)
-		}
-		for i := 8 + n; i < 8+pad8(n); i++ {
-			if arena[i] != 0 {
-				t.Fatalf("len %d: padding byte %d is %#x, want 0", n, i, arena[i])
+		for shift := range 8 {
+			arena := make([]byte, 64)
+			for i := range arena {
+				arena[i] = 0xff
 			}
-		}
-		for i, b := range append(arena[:8:8], arena[8+pad8(n):]...) {
-			if b != 0xff {
-				t.Fatalf("len %d: byte %d outside the value changed to %#x", n, i, b)
+			value := make([]byte, shift+n)[shift:]
+			for i := range value {
+				value[i] = byte(i + 1)
+			}
+			storeValue(arena, 8, value)
+			for i := 8 + n; i < 8+pad8(n); i++ {
+				if arena[i] != 0 {
+					t.Fatalf("len %d, source at +%d: padding byte %d is %#x, want 0", n, shift, i, arena[i])
+				}
+			}
+			for i, b := range append(arena[:8:8], arena[8+pad8(n):]...) {
+				if b != 0xff {
+					t.Fatalf("len %d, source at +%d: byte %d outside the value changed to %#x", n, shift, i, b)
+				}
+			}
+			if got := loadValue(nil, arena, 8, n); !bytes.Equal(got, value) {
+				t.Fatalf("len %d, source at +%d: got %v, want %v", n, shift, got, value)
+			}
+			for _, roomy := range []bool{false, true} {
+				dst := []byte("abcdefg")[:shift]
+				if roomy {
+					dst = append(make([]byte, 0, 64), dst...)
+					dst = append(dst, 0xee, 0xee)[:shift] // bytes past len that the load overwrites
+				}
+				want := append([]byte("abcdefg")[:shift:shift], value...)
+				if got := loadValue(dst, arena, 8, n); !bytes.Equal(got, want) {
+					t.Fatalf("len %d, destination at +%d (room %v): got %v, want %v", n, shift, roomy, got, want)
+				}
 			}
 		}
 	}
