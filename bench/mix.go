@@ -88,8 +88,8 @@ func cpuNanos() int64 {
 
 // RunMix is the timed loop of every throughput workload: b.RunParallel
 // goroutines walk the shared Zipf trace of d, each from its own offset;
-// an op is a write of d.Value (with EntryTTL if ttl) when d.Ops says so,
-// otherwise a read of keys[k] with path (which c must support). It reports
+// an op is a write of d.Stored[k] = d.Values[k] (with EntryTTL if ttl)
+// when d.Ops says so, otherwise a read of keys[k] with path (which c must support). It reports
 // allocs/op, cpu-ns/op (the process's CPU time over the timed loop) and
 // hit% of the reads.
 func RunMix(b *testing.B, c Cache, d *Dataset, keys []string, write uint8, ttl bool, path ReadPath) {
@@ -111,9 +111,9 @@ func RunMix(b *testing.B, c Cache, d *Dataset, keys []string, write uint8, ttl b
 			k := int(d.Trace[j])
 			if d.Ops[j] < write {
 				if ttl {
-					c.SetTTL(keys[k], d.Value, EntryTTL(k))
+					c.SetTTL(d.Stored[k], d.Values[k], EntryTTL(k))
 				} else {
-					c.Set(keys[k], d.Value)
+					c.Set(d.Stored[k], d.Values[k])
 				}
 				continue
 			}

@@ -46,7 +46,7 @@ func instance(b *testing.B, p Peer, ttl bool) Cache {
 	}
 	b.StopTimer()
 	c := p.New(o)
-	Fill(c, d.Keys, d.Value, ttl)
+	Fill(c, d.Stored, d.Values, ttl)
 	if n := c.Len(); n >= 0 && n != len(d.Keys) {
 		b.Logf("%s holds %d of %d keys after the fill", p.Name, n, len(d.Keys))
 	}

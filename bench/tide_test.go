@@ -18,11 +18,11 @@ func BenchmarkTideOps(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for i, k := range d.Keys {
+		for i, k := range d.Stored {
 			if ttl {
-				e.SetTTL(k, d.Value, EntryTTL(i))
+				e.SetTTL(k, d.Values[i], EntryTTL(i))
 			} else {
-				e.Set(k, d.Value)
+				e.Set(k, d.Values[i])
 			}
 		}
 		sfx := map[bool]string{false: "", true: "-ttl"}[ttl]
@@ -43,11 +43,11 @@ func BenchmarkTideOps(b *testing.B) {
 		run("miss", func(buf []byte, k int) []byte { buf, _ = e.AppendGet(buf[:0], d.Missing[k]); return buf })
 		if ttl {
 			run("set", func(buf []byte, k int) []byte {
-				e.SetTTL(d.Keys[k], d.Value, EntryTTL(k)+time.Duration(k&7))
+				e.SetTTL(d.Stored[k], d.Values[k], EntryTTL(k)+time.Duration(k&7))
 				return buf
 			})
 		} else {
-			run("set", func(buf []byte, k int) []byte { e.Set(d.Keys[k], d.Value); return buf })
+			run("set", func(buf []byte, k int) []byte { e.Set(d.Stored[k], d.Values[k]); return buf })
 		}
 		e.Close()
 	}

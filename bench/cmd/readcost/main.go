@@ -6,8 +6,10 @@
 // below are then writes of the trace's keys).
 //
 // The workload is cmd/speed's: -keys keys of 16 bytes with 64-byte values,
-// the cache pre-filled, then reads of the Zipf 1.01 trace on one goroutine
-// (GOMAXPROCS 1, the garbage collector off). readcost runs it under
+// the cache pre-filled (bench.Dataset: each value in memory of its own,
+// reads looking up with copies of the stored keys; -shared: the older
+// dataset, see bench.Dataset.Shared), then reads of the Zipf 1.01 trace
+// on one goroutine (GOMAXPROCS 1, the garbage collector off). readcost runs it under
 // cachegrind twice, with -warm reads and with -warm + -ops reads (-warm is
 // 0 by default), and reports the difference per read: instructions (Ir),
 // first-level data-cache misses (D1) and last-level data misses (LLd) of a
@@ -48,6 +50,7 @@ func main() {
 	warm := flag.Int("warm", 0, "reads made before the measured ones in both runs (a cache read for a while: tide's calm sampling starts after a pass of reads)")
 	ll := flag.String("ll", "33554432,16,64", "simulated last-level cache: size,associativity,line (cachegrind's --LL)")
 	child := flag.Int("child", -1, "internal: run the workload with this many reads (-warm included)")
+	flag.BoolVar(&shared, "shared", false, "the dataset of the runs before the eleventh pass of issue 16 (bench.Dataset.Shared; cmd/speed -shared)")
 	flag.Parse()
 	var err error
 	if *child >= 0 {
@@ -61,6 +64,9 @@ func main() {
 	}
 }
 
+// shared is -shared: the child uses bench.Dataset.Shared.
+var shared bool
+
 // runChild fills the cache and makes n reads.
 func runChild(peer, path string, keys, n int) error {
 	runtime.GOMAXPROCS(1)
@@ -70,9 +76,12 @@ func runChild(peer, path string, keys, n int) error {
 		return err
 	}
 	d := bench.Throughput(keys)
+	if shared {
+		d = d.Shared()
+	}
 	c := p.New(bench.Options{Entries: keys, KeyLen: bench.KeyLen, ValueLen: bench.ValueLen})
 	defer c.Close()
-	bench.Fill(c, d.Keys, d.Value, false)
+	bench.Fill(c, d.Stored, d.Values, false)
 	viewer, view := c.(bench.Viewer)
 	view = view && path == "View"
 	copier, cp := c.(bench.Copier)
@@ -81,9 +90,10 @@ func runChild(peer, path string, keys, n int) error {
 	see := func(v []byte) { seen += len(v) }
 	buf := make([]byte, 0, 256)
 	for i := range n {
-		k := d.Keys[d.Trace[i&(bench.TraceLen-1)]]
+		t := d.Trace[i&(bench.TraceLen-1)]
+		k := d.Keys[t]
 		if path == "Set" {
-			c.Set(k, d.Value)
+			c.Set(d.Stored[t], d.Values[t])
 			continue
 		}
 		if view {
@@ -150,8 +160,12 @@ func runParent(peers, path string, keys, warm, ops int, ll string) error {
 
 // cachegrind runs the child under cachegrind and parses its summary.
 func cachegrind(self, ll, peer, path string, keys, n int) (counts, error) {
-	cmd := exec.Command("valgrind", "--tool=cachegrind", "--cache-sim=yes", "--LL="+ll, "--cachegrind-out-file=/dev/null",
-		self, "-child", strconv.Itoa(n), "-peer", peer, "-path", path, "-keys", strconv.Itoa(keys))
+	args := []string{"--tool=cachegrind", "--cache-sim=yes", "--LL=" + ll, "--cachegrind-out-file=/dev/null",
+		self, "-child", strconv.Itoa(n), "-peer", peer, "-path", path, "-keys", strconv.Itoa(keys)}
+	if shared {
+		args = append(args, "-shared")
+	}
+	cmd := exec.Command("valgrind", args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

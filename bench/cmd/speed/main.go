@@ -108,6 +108,8 @@ type options struct {
 	mixes []bench.Mix // the mixes a child times (all by default)
 	prof  string      // write a CPU profile of the child's timed loops here
 	paths []bench.ReadPath
+
+	shared bool // the dataset of the runs before the eleventh pass (bench.Dataset.Shared)
 }
 
 // warmReads is how many reads per key of the key space each child makes
@@ -126,7 +128,7 @@ var (
 
 // measureFlags are the flags that shape or record a measurement; -from
 // takes the settings from the recorded run and writes no JSON.
-var measureFlags = []string{"cpu", "rounds", "keys", "benchtime", "groups", "quick", "out", "child", "cache", "round", "paths"}
+var measureFlags = []string{"cpu", "rounds", "keys", "benchtime", "groups", "quick", "out", "child", "cache", "round", "paths", "shared"}
 
 func parseArgs(args []string) (options, error) {
 	var o options
@@ -146,6 +148,7 @@ func parseArgs(args []string) (options, error) {
 	fs.IntVar(&o.round, "round", 0, "internal (-child): the round")
 	paths := fs.String("paths", "AppendGet", "internal (-child): read paths (Get, AppendGet, View)")
 	mixes := fs.String("mixes", "", "with -child: only these mixes (e.g. 90-10,50-50; default all)")
+	fs.BoolVar(&o.shared, "shared", false, "the dataset of the runs before the eleventh pass: one value slice for every entry, reads looking up with the strings the cache was given (for comparison with them)")
 	fs.StringVar(&o.prof, "cpuprofile", "", "with -child: write a CPU profile of the timed loops to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -341,8 +344,12 @@ func childArgs(o options, j job) []string {
 	for i, p := range j.paths {
 		ps[i] = p.String()
 	}
-	return []string{"-child", "-cache", j.cache, "-cpu", strconv.Itoa(j.cpu), "-round", strconv.Itoa(j.round),
+	args := []string{"-child", "-cache", j.cache, "-cpu", strconv.Itoa(j.cpu), "-round", strconv.Itoa(j.round),
 		"-keys", strconv.Itoa(o.keys), "-benchtime", o.benchtime, "-paths", strings.Join(ps, ",")}
+	if o.shared {
+		args = append(args, "-shared")
+	}
+	return args
 }
 
 // cell is what a child measures: one cache at one -cpu value in one
@@ -383,9 +390,12 @@ func runCell(o options) (cell, error) {
 		return cell{}, err
 	}
 	d := bench.Throughput(o.keys)
+	if o.shared {
+		d = d.Shared()
+	}
 	c := p.New(bench.Options{Entries: o.keys, KeyLen: bench.KeyLen, ValueLen: bench.ValueLen})
 	defer c.Close()
-	bench.Fill(c, d.Keys, d.Value, false)
+	bench.Fill(c, d.Stored, d.Values, false)
 	bench.Warm(c, d, warmReads*o.keys)
 	out := cell{Cache: o.cache, CPU: o.cpu, Round: o.round, Keys: o.keys, Resident: c.Len()}
 	runtime.GC()

@@ -150,8 +150,12 @@ func TestChildArgsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the child rejects its arguments %q: %v", childArgs(o, j), err)
 	}
-	if !c.child || c.cache != j.cache || c.cpu != 8 || c.round != 4 || c.keys != 1234 || c.benchtime != "7x" || !slices.Equal(c.paths, j.paths) {
+	if !c.child || c.cache != j.cache || c.cpu != 8 || c.round != 4 || c.keys != 1234 || c.benchtime != "7x" || !slices.Equal(c.paths, j.paths) || c.shared {
 		t.Errorf("child options = %+v, want the job %+v", c, j)
+	}
+	o.shared = true
+	if c, err := parseArgs(childArgs(o, j)); err != nil || !c.shared {
+		t.Errorf("a -shared run's child: shared %v, err %v; want shared", c.shared, err)
 	}
 }
 
