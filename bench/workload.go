@@ -106,12 +106,14 @@ func Warm(c Cache, d *Dataset, n int) {
 // entry's value in memory of its own (Values), and keys (Stored) that are
 // not the strings later reads look up with (Keys), as a request builds its
 // key anew. Reads use Keys, writes (Fill's and the mixes') Stored and
-// Values. Until the eleventh pass of issue 16 every entry shared one value
-// slice and reads looked up with the very strings the cache was given: a
-// cache that keeps the caller's string then compared keys by pointer (Go's
-// string equality stops at identical pointers) and never read its stored
-// key's bytes, and one that keeps the caller's slice kept one value for a
-// million entries (bench/README.md, eleventh pass, has what that changed).
+// Values (a mix's write a fresh copy of the value: see RunMix). Until the
+// eleventh pass of issue 16 every entry shared one value slice, writes
+// handed it over itself, and reads looked up with the very strings the
+// cache was given: a cache that keeps the caller's string then compared
+// keys by pointer (Go's string equality stops at identical pointers) and
+// never read its stored key's bytes, and one that keeps the caller's
+// slice kept one value for a million entries (bench/README.md, eleventh
+// pass, has what that changed).
 type Dataset struct {
 	Keys    []string // present keys, as reads look them up
 	Stored  []string // Keys[i]'s bytes in memory of their own: the key a cache is given
@@ -119,14 +121,20 @@ type Dataset struct {
 	Trace   []int32  // Zipf s=1.01 indices into Keys (and Missing)
 	Ops     []uint8  // uniform in [0,100): an op is a write if Ops[i] < write%
 	Values  [][]byte // Values[i] = Value(i), key i's value, ValueLen bytes of its own
+
+	// shared: the dataset of Shared, whose writes hand the cache
+	// Values[k] itself rather than a fresh copy (see RunMix).
+	shared bool
 }
 
 // Shared returns d as the throughput workloads used it until the eleventh
-// pass of issue 16: every entry's value the one slice Values[0], and the
-// stored keys the strings reads look up with (Stored is Keys). cmd/speed
+// pass of issue 16: every entry's value the one slice Values[0], the
+// stored keys the strings reads look up with (Stored is Keys), and writes
+// that hand the cache that slice itself, not a fresh copy. cmd/speed
 // -shared runs it, to compare with the runs made before.
 func (d *Dataset) Shared() *Dataset {
 	s := *d
+	s.shared = true
 	s.Stored = d.Keys
 	s.Values = make([][]byte, len(d.Values))
 	for i := range s.Values {
