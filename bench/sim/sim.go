@@ -296,6 +296,10 @@ func TideContenders() []Contender {
 	return cs
 }
 
+// MaxSeedRuns is the most hash seeds (runs) a seeded column of the report
+// averages on a short trace (cmd/hitratio's -engine-accesses).
+const MaxSeedRuns = 256
+
 // Column names the report compares.
 const (
 	ColAdaptive = "tide adaptive"

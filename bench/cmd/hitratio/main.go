@@ -40,7 +40,7 @@ func main() {
 		runs    = flag.Int("runs", 3, "runs to average for otter, whose result varies between runs (random hash seed)")
 		slow    = flag.Int("slow-runs", 1, "runs to average for theine and ristretto (random seeds too, but slow: Wait after every Set)")
 		engRuns = flag.Int("engine-runs", 3, "hash seeds to average for tide adaptive, alone and through the engine (whose seed is random); at least")
-		engAcc  = flag.Int("engine-accesses", 300_000, "on a short trace, more seeds (runs) for tide adaptive and otter, so that each of their cells averages at least this many accesses (up to 32)")
+		engAcc  = flag.Int("engine-accesses", 1_500_000, "on a short trace, more seeds (runs) for tide adaptive and otter, so that each of their cells averages at least this many accesses (up to sim.MaxSeedRuns)")
 		opt     = flag.Bool("opt", true, "include Bélády's OPT (the clairvoyant ceiling)")
 		workers = flag.Int("workers", 0, "parallel simulations (0 = 2×GOMAXPROCS: theine and ristretto spend time blocked in Wait)")
 		dir     = flag.String("dir", "", "trace directory (default $"+sim.EnvTraces+" or <repo>/../shared/traces)")
@@ -244,10 +244,22 @@ func contains(list []string, s string) bool {
 
 // seedRuns is how many hash seeds a seeded column of a trace of n accesses
 // averages: at least runs, and enough that they cover minAccesses
-// accesses in all, up to 32.
+// accesses in all, up to sim.MaxSeedRuns.
+//
+// The goals compare cells of adaptive, otter and the engine within 0.1 to
+// 0.5 points, so a cell's mean must be known closer than that. On the
+// short LIRS traces one seed's hit ratio spreads wide (standard deviation
+// over 1000 seeds on Glimpse at 750 entries: otter 2.2 points, tinylfu
+// 2.2, adaptive 2.7; at 1000 entries 2.3–2.4; over 200 seeds multi1 at
+// 1500 0.7, multi2 at 1000 0.4, Sprite at 100 0.24 over 16): with the
+// earlier 300,000 accesses and 32 seeds at most, Glimpse's adaptive and
+// otter cells were each uncertain by about 0.45 points (one standard
+// error) and the difference of the two by 0.6, and Sprite's 3 seeds left
+// 0.14 per cell. 1.5M accesses give Glimpse 250 seeds, multi1–3 95, 58
+// and 50, Sprite 12; the long traces keep runs.
 func seedRuns(runs, minAccesses, n int) int {
 	if n <= 0 || minAccesses <= 0 {
 		return runs
 	}
-	return max(runs, min(32, (minAccesses+n-1)/n))
+	return max(runs, min(sim.MaxSeedRuns, (minAccesses+n-1)/n))
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/tidekv/tide/bench/sim"
 )
 
 const earlier = "# tide hit ratios\n\n" +
@@ -44,6 +46,27 @@ func TestReuseCarriesOnlyMatchingCompleteColumns(t *testing.T) {
 		got, ok := r.column(c.trace, c.col, c.caps)
 		if ok != (c.want != nil) || !slices.Equal(got, c.want) {
 			t.Errorf("column(%s, %s, %v) = %v, %v; want %v", c.trace, c.col, c.caps, got, ok, c.want)
+		}
+	}
+}
+
+// A short trace's seeded columns average enough seeds to cover the
+// accesses asked for, up to sim.MaxSeedRuns; a long one keeps -runs.
+func TestSeedRunsCoverTheAccessesAskedFor(t *testing.T) {
+	for _, c := range []struct {
+		runs, minAccesses, n, want int
+	}{
+		{3, 1_500_000, 6015, 250},  // glimpse
+		{3, 1_500_000, 15858, 95},  // multi1
+		{3, 1_500_000, 133996, 12}, // sprite
+		{3, 1_500_000, 505500, 3},  // loop
+		{3, 1_500_000, 3912296, 3}, // p3
+		{3, 1_500_000, 1000, sim.MaxSeedRuns},
+		{3, 0, 6015, 3},
+		{5, 300_000, 0, 5},
+	} {
+		if got := seedRuns(c.runs, c.minAccesses, c.n); got != c.want {
+			t.Errorf("seedRuns(%d, %d, %d) = %d, want %d", c.runs, c.minAccesses, c.n, got, c.want)
 		}
 	}
 }
