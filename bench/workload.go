@@ -105,8 +105,8 @@ func Warm(c Cache, d *Dataset, n int) {
 // A cache is given its keys and values as an application gives them: each
 // entry's value in memory of its own (Values), and keys (Stored) that are
 // not the strings later reads look up with (Keys), as a request builds its
-// key anew. Reads use Keys, writes (Fill's and the mixes') Stored and
-// Values (a mix's write a fresh copy of the value: see RunMix). Until the
+// key anew. Reads use Keys, writes Stored, Fill Values (a mix's write
+// hands over a fresh copy of a value: see RunMix). Until the
 // eleventh pass of issue 16 every entry shared one value slice, writes
 // handed it over itself, and reads looked up with the very strings the
 // cache was given: a cache that keeps the caller's string then compared
@@ -123,14 +123,14 @@ type Dataset struct {
 	Values  [][]byte // Values[i] = Value(i), key i's value, ValueLen bytes of its own
 
 	// shared: the dataset of Shared, whose writes hand the cache
-	// Values[k] itself rather than a fresh copy (see RunMix).
+	// Values[0] itself rather than a fresh copy (see RunMix).
 	shared bool
 }
 
 // Shared returns d as the throughput workloads used it until the eleventh
 // pass of issue 16: every entry's value the one slice Values[0], the
 // stored keys the strings reads look up with (Stored is Keys), and writes
-// that hand the cache that slice itself, not a fresh copy. cmd/speed
+// that hand the cache that slice itself, not a fresh copy (see RunMix). cmd/speed
 // -shared runs it, to compare with the runs made before.
 func (d *Dataset) Shared() *Dataset {
 	s := *d

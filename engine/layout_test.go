@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tidekv/tide/evict"
 )
@@ -147,15 +148,25 @@ func TestViewKeepsItsBytesWhenTheKeyGetsATTL(t *testing.T) {
 // storeValue writes every length's bytes exactly, from a source at every
 // alignment, zero-pads the last word, and touches nothing past it;
 // loadValue reads them back, appending to a destination at every
-// alignment, with room or without, and keeps what the destination held.
+// alignment, with room or without, keeps what the destination held and
+// writes nothing past the value. Sources and destinations are cut from
+// 8-aligned buffers filled with marker bytes, so that a word read past
+// the source's end shows as non-zero padding and a word written past the
+// value as a changed marker.
 func TestStoreValueRoundTripsEveryLength(t *testing.T) {
+	const srcMark, dstMark = 0xa5, 0x5a
 	for n := 0; n <= 41; n++ {
 		for shift := range 8 {
 			arena := make([]byte, 64)
 			for i := range arena {
 				arena[i] = 0xff
 			}
-			value := make([]byte, shift+n)[shift:]
+			src := make([]uint64, 8) // 64 bytes, 8-aligned
+			sb := unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), 64)
+			for i := range sb {
+				sb[i] = srcMark
+			}
+			value := sb[shift : shift+n : shift+n]
 			for i := range value {
 				value[i] = byte(i + 1)
 			}
@@ -174,14 +185,27 @@ func TestStoreValueRoundTripsEveryLength(t *testing.T) {
 				t.Fatalf("len %d, source at +%d: got %v, want %v", n, shift, got, value)
 			}
 			for _, roomy := range []bool{false, true} {
-				dst := []byte("abcdefg")[:shift]
+				prefix := []byte("abcdefg")[:shift]
+				dst := append([]byte(nil), prefix...)
 				if roomy {
-					dst = append(make([]byte, 0, 64), dst...)
-					dst = append(dst, 0xee, 0xee)[:shift] // bytes past len that the load overwrites
+					d := make([]uint64, 8) // 64 bytes of room, 8-aligned
+					db := unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), 64)
+					for i := range db {
+						db[i] = dstMark
+					}
+					dst = append(db[:0], prefix...)
 				}
-				want := append([]byte("abcdefg")[:shift:shift], value...)
-				if got := loadValue(dst, arena, 8, n); !bytes.Equal(got, want) {
+				want := append(append([]byte(nil), prefix...), value...)
+				got := loadValue(dst, arena, 8, n)
+				if !bytes.Equal(got, want) {
 					t.Fatalf("len %d, destination at +%d (room %v): got %v, want %v", n, shift, roomy, got, want)
+				}
+				if roomy {
+					for i, b := range got[len(got):cap(got)] {
+						if b != dstMark {
+							t.Fatalf("len %d, destination at +%d: byte %d past the value changed to %#x", n, shift, len(got)+i, b)
+						}
+					}
 				}
 			}
 		}

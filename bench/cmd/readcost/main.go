@@ -92,11 +92,16 @@ func runChild(peer, path string, keys, n int) error {
 	var seen int
 	see := func(v []byte) { seen += len(v) }
 	buf := make([]byte, 0, 256)
+	tmpl := append([]byte(nil), d.Values[0]...)
 	for i := range n {
 		t := d.Trace[i&(bench.TraceLen-1)]
 		k := d.Keys[t]
 		if path == "Set" {
-			c.Set(d.Stored[t], d.Values[t])
+			if shared {
+				c.Set(d.Stored[t], d.Values[0])
+			} else {
+				c.Set(d.Stored[t], append([]byte(nil), tmpl...)) // as bench.RunMix's writes
+			}
 			continue
 		}
 		if view {

@@ -436,7 +436,10 @@ func runCell(o options) (cell, error) {
 // runParent runs every child of the plan and writes the report to w.
 func runParent(o options, args []string, w io.Writer) error {
 	env := machine{Env: bench.Environment(), GOMAXPROCS: runtime.GOMAXPROCS(0), WarmReads: warmReads * o.keys, LoadStart: bench.LoadAvg(),
-		Command: commandLine(args)}
+		Command: commandLine(args), Dataset: "own"}
+	if o.shared {
+		env.Dataset = "shared"
+	}
 	jobs := plan(o.groups, o.cpus, o.rounds)
 	var cells []cell
 	start := time.Now()
@@ -563,6 +566,9 @@ type machine struct {
 	WarmReads int `json:"warm_reads,omitempty"`
 	// Failed lists the cells whose child failed (their figures are absent).
 	Failed []string `json:"failed,omitempty"`
+	// Dataset is "own" (bench.Dataset) or "shared" (-shared); absent from
+	// runs made before it was recorded, which used the shared dataset.
+	Dataset string `json:"dataset,omitempty"`
 }
 
 // commandLine is the command that reproduces the run, from bench/.

@@ -324,3 +324,18 @@ func TestParentReportsFailedChildren(t *testing.T) {
 		t.Errorf("JSON env.failed = %v (%v), want both cells", got.Env.Failed, err)
 	}
 }
+
+// TestDatasetShapeFollowsTheRecord: the report says which dataset a run
+// used from its record, and a run recorded before the field existed used
+// the shared one.
+func TestDatasetShapeFollowsTheRecord(t *testing.T) {
+	for _, tc := range []struct{ dataset, want string }{
+		{"own", "memory of its own"},
+		{"shared", "-shared"},
+		{"", "did not record it"},
+	} {
+		if got := datasetShape(tc.dataset); !strings.Contains(got, tc.want) {
+			t.Errorf("datasetShape(%q) = %q, want it to say %q", tc.dataset, got, tc.want)
+		}
+	}
+}

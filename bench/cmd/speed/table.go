@@ -103,7 +103,7 @@ func render(o options, env machine, cells []cell) string {
 	pf("- **Machine**: %s, %s, nproc %d, %s; transparent huge pages: %s; GOMAXPROCS of the parent %d (each child sets GOMAXPROCS to its -cpu value); load average (1, 5, 15 min) at start %s, at end %s; %s, elapsed %s.\n",
 		env.OS, env.CPU, env.CPUs, env.Go, thp, env.GOMAXPROCS, env.LoadStart, env.LoadEnd, env.Date, env.Elapsed)
 	pf("- **Workload**: %d keys of %d B, %d B values, a Zipf 1.01 trace of %d operations (each goroutine from its own offset), the cache pre-filled, %s, no TTLs; %s; %d round(s), interleaved, one process per cache, -cpu value and round; -benchtime %s per loop; medians over rounds.\n",
-		o.keys, bench.KeyLen, bench.ValueLen, bench.TraceLen, warmed(env.WarmReads), datasetShape(o.shared), o.rounds, o.benchtime)
+		o.keys, bench.KeyLen, bench.ValueLen, bench.TraceLen, warmed(env.WarmReads), datasetShape(env.Dataset), o.rounds, o.benchtime)
 	pf("- **Cells**: wall ns/op · CPU ns/op (user + system time of the child over the timed loop, GC included) · allocs/op; in parentheses the throughput relative to the table's first column (its ns/op ÷ this ns/op: at or above 1.00× is at least as fast), from wall and from CPU time. n/a: the cache has no such read path (tide View needs a zero-copy read in the engine).\n")
 	if o.charts != "" {
 		pf("- **Charts** (%s/speed-<group>-cpu<N>.svg, one under each table): the throughput relative to the table's first column (wall time, medians), per mix, one bar per cache and read path, with lines at the targets %.1f× (View) and %.1f× (Get).\n",
@@ -203,10 +203,14 @@ func warmed(reads int) string {
 }
 
 // datasetShape says how the cache was given its keys and values
-// (bench.Dataset).
-func datasetShape(shared bool) string {
-	if shared {
-		return "-shared: every entry's value one slice, and reads look up with the strings the cache was given (the dataset of the runs before the eleventh pass of issue 16)"
+// (bench.Dataset), from the run's record: "" is a run made before the
+// dataset was recorded, which used the shared one.
+func datasetShape(dataset string) string {
+	switch dataset {
+	case "own":
+		return "each entry's value in memory of its own, reads looking up with copies of the keys the cache was given (as requests build keys anew), and each write a fresh copy of a value (as an application hands over a value it has just made)"
+	case "shared":
+		return "-shared: every entry's value one slice, handed over by every write, and reads looking up with the strings the cache was given (the dataset of the runs before the eleventh pass of issue 16)"
 	}
-	return "each entry's value in memory of its own, and reads look up with copies of the keys the cache was given (as requests build keys anew)"
+	return "every entry's value one slice, handed over by every write, and reads looking up with the strings the cache was given (the dataset of the runs before the eleventh pass of issue 16, which did not record it)"
 }
