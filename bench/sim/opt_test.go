@@ -152,9 +152,9 @@ func TestAdaptiveInSimulator(t *testing.T) {
 }
 
 // TestAdaptiveThroughTheEngineTracksThePolicy: the recommended policy
-// driving a real engine (whose entries have sizes in bytes, not 1) hits
-// within two points of the policy alone on small caches whose miniature
-// caches are exact. Ties in the window's duel once went to the window's
+// driving a real engine (whose entries have sizes in bytes, not 1) hits,
+// over a few runs, within two points of the policy alone on small caches
+// whose miniature caches are exact. Ties in the window's duel once went to the window's
 // entry whenever the window was short of its share by a byte, as an
 // engine's window always is, and the engine lost 9 to 15 points on loops
 // and Glimpse while the policy alone, whose entries fill the window
@@ -184,16 +184,25 @@ func TestAdaptiveThroughTheEngineTracksThePolicy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pol := HitRatio(tc.keys, NewPolicyCache(evict.Adaptive, tc.capacity))
-			ec, err := NewEngineCache(evict.Adaptive, tc.capacity, 0)
-			if err != nil {
-				t.Fatal(err)
+			// The engine seeds its hash at random: one run of 40 on the
+			// second case fell 2.1 points below the policy (CI, 19:32
+			// UTC 2026-12-04), where the others spread over 86.0-87.5
+			// against the policy's 87.2; the mean of engineRuns runs
+			// keeps the test to the regression it guards (9-15 points).
+			const engineRuns = 5
+			var eng float64
+			for range engineRuns {
+				ec, err := NewEngineCache(evict.Adaptive, tc.capacity, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				eng += HitRatio(tc.keys, ec) / engineRuns
+				ec.Close()
+				if err := ec.Err(); err != nil {
+					t.Fatal(err)
+				}
 			}
-			eng := HitRatio(tc.keys, ec)
-			ec.Close()
-			if err := ec.Err(); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("policy %.2f, engine %.2f", pol, eng)
+			t.Logf("policy %.2f, engine %.2f (mean of %d runs)", pol, eng, engineRuns)
 			if math.Abs(eng-pol) > 2 {
 				t.Errorf("engine %.2f, policy alone %.2f: differ by more than 2 points", eng, pol)
 			}
