@@ -122,7 +122,7 @@ import (
 // most often in one cache line: 2.6 at 1M keys, where the load is 0.76),
 // compares the key and copies the value (View: no copy), without a lock for
 // a key without TTL (it reads the shard's sequence count twice and writes
-// its goroutine's stripe of the hit counters and, with a policy, of the
+// its P's stripe of the hit counters and, with a policy, of the
 // shard's read log: every hit, or one in 16 while the shard is calm, with
 // room to spare and not filling, see readlog.go; a read that finds a
 // writer at work waits for it and tries again, up to 4 times, or takes

@@ -35,7 +35,7 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 			n := len(dst)
 			dst = loadValue(dst, arena, valueAt(off, kw), int(vl))
 			if s.mu.seq.Load() == seq {
-				e.hitAt(s, arena, off, kw, seq)
+				e.hitAt(s, arena, off, kw, seq, procStripe())
 				return dst, true
 			}
 			dst = dst[:n]
@@ -80,11 +80,12 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 // is in progress (an overwrite writes a new record), and an arena's bytes
 // are never reused for another record, only replaced by a new arena (see
 // record.go). The cost: two atomic adds on a line of the calling
-// goroutine's own, and one compare-and-swap on the record's header the
+// goroutine's P (procStripe), and one compare-and-swap on the record's header the
 // first time a record is viewed after a write.
 func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
-	vc := s.viewCountsLoad().enter()
+	r0 := procStripe()
+	vc := s.viewCountsLoad().enter(r0)
 	defer vc.Add(-1)
 	for range peekTries {
 		arena, off, kw, vl, seq, r := s.probe(key, h)
@@ -97,7 +98,7 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 		switch r {
 		case peekHit:
 			if s.mu.seq.Load() == seq && markViewed(arena, off, kw) && s.mu.seq.Load() == seq {
-				e.hitAt(s, arena, off, kw, seq)
+				e.hitAt(s, arena, off, kw, seq, r0)
 				v := valueAt(off, kw)
 				fn(arena[v : v+vl])
 				return true
@@ -434,25 +435,26 @@ func markViewed(arena []byte, off, kw uint32) bool {
 }
 
 // hitAt counts a validated hit on the record at off in arena (its flags
-// word kw, its sequence count seq) and logs it for the policy, as readHit
-// does. Only a hit the log takes reads the record's slot (probe does not:
+// word kw, its sequence count seq) in stripe r (procStripe) and logs it
+// for the policy, as readHit does. Only a hit the log takes reads the record's slot (probe does not:
 // most hits of a calm shard are not logged), and it validates again after
 // reading it, so that what it logs is the slot of a state the read saw
 // whole; if a writer ran meanwhile, the event is dropped (the log is
 // lossy).
-func (e *Engine) hitAt(s *shard, arena []byte, off, kw uint32, seq uint64) {
-	r := goroutineStripe()
+func (e *Engine) hitAt(s *shard, arena []byte, off, kw uint32, seq uint64, r uint32) {
 	n := e.reads.hit(r)
 	if kw>>24&flagTracked != 0 && s.logsRead(n) {
 		slot := atomic.LoadUint32(hdr32(arena, off+hdrSlot))
 		if s.mu.seq.Load() == seq {
-			s.logAccess(slot, r>>8)
+			s.logAccess(slot, r)
 		}
 	}
 }
 
 // peekHit is hitAt for what peek found.
-func (e *Engine) peekHit(s *shard, pk *peeked) { e.hitAt(s, pk.arena, pk.off, pk.kw, pk.seq) }
+func (e *Engine) peekHit(s *shard, pk *peeked) {
+	e.hitAt(s, pk.arena, pk.off, pk.kw, pk.seq, procStripe())
+}
 
 // rlockLive takes s.mu shared and finds key's live entry: the read path
 // every read shares. On success s.mu is still held (the caller releases
@@ -487,10 +489,10 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 // readMiss counts a read of an absent key with hash h and logs it for the
 // policy, sampled as hits are (see shard.logsRead).
 func (e *Engine) readMiss(s *shard, h uint64) {
-	r := goroutineStripe()
+	r := procStripe()
 	n := e.reads.miss(r)
 	if s.logsRead(n) {
-		s.logMiss(h, r>>8)
+		s.logMiss(h, r)
 	}
 }
 
@@ -498,10 +500,10 @@ func (e *Engine) readMiss(s *shard, h uint64) {
 // tracked, logs it for the policy (sampled while the shard is calm, see
 // shard.logsRead). The caller holds no lock of s.
 func (e *Engine) readHit(s *shard, slot uint32, tracked bool) {
-	r := goroutineStripe()
+	r := procStripe()
 	n := e.reads.hit(r)
 	if tracked && s.logsRead(n) {
-		s.logAccess(slot, r>>8)
+		s.logAccess(slot, r)
 	}
 }
 

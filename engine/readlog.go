@@ -3,7 +3,7 @@ package engine
 import (
 	"math/bits"
 	"sync/atomic"
-	"unsafe"
+	_ "unsafe" // go:linkname (procStripe)
 
 	"github.com/tidekv/tide/evict"
 )
@@ -28,9 +28,10 @@ import (
 // its goroutine is preempted (every read of a key made meanwhile was lost
 // when the event was dropped instead). An event is dropped only when the
 // lock is taken and every stripe of its kind is full, or when two readers
-// race for the same slot. A reader picks its goroutine's stripe
-// (goroutineStripe) and claims a slot with one compare-and-swap, so two goroutines write the same line
-// only when their stripes collide. Reads under the shared lock (a key with
+// race for the same slot. A reader picks the stripe of the P it runs on
+// (procStripe) and claims a slot with one compare-and-swap, so two
+// readers running at once write the same line only when there are more
+// Ps than stripes. Reads under the shared lock (a key with
 // a deadline, GetItem) log the same way, after releasing it. Hit and miss
 // counts go to the engine's striped counters (readCounts), exact and
 // summed by Stats.
@@ -42,7 +43,7 @@ import (
 // hits and overwrites that keep an entry's size and deadline as it holds
 // entries (a full pass over the shard's keys, as a static cache read or
 // overwritten for a while has done). A calm shard logs one hit
-// in calmSample: those whose count in its goroutine's stripe of the hit
+// in calmSample: those whose count in its P's stripe of the hit
 // counter calmPick picks, so a calm cache pays a sixteenth of the policy's
 // cost per read. calmPick hashes the count rather than taking its
 // multiples of calmSample, which would follow the period of a goroutine's
@@ -94,8 +95,9 @@ type missStripe struct {
 
 // readLog is a shard's buffer of optimistic reads for its policy. Zero
 // value: empty. Safe for concurrent pushes; drained under the shard's
-// exclusive lock. Memory: 512 bytes a shard.
+// exclusive lock. Memory: 576 bytes a shard.
 type readLog struct {
+	_      lineGuard
 	access [logStripes]accessStripe
 	miss   [logStripes]missStripe
 }
@@ -148,7 +150,7 @@ func calmPick(n uint64, m uint32) bool {
 	return bits.RotateLeft64(n*0x9e3779b97f4a7c15, calmShift)&uint64(m) == 0
 }
 
-// logsRead reports whether a read of s that took its goroutine's stripe
+// logsRead reports whether a read of s that took its P's stripe
 // of the hit (or miss) counter to n is logged for the policy: s has a read
 // log and, while s is calm, calmPick picks n. Every counted read, hit or
 // miss, lock-free or not, decides by it.
@@ -267,12 +269,23 @@ func (s *shard) sampleLocked(hits int) {
 }
 
 // readCounts are the engine's hit and miss counters, striped so that
-// concurrent readers rarely write the same cache line: a read adds to the
-// stripe of its goroutine (goroutineStripe), Stats sums them. Exact.
-type readCounts [countStripes]struct {
-	hits, misses atomic.Uint64
-	_            [64]byte // two stripes never share a line, however aligned
+// concurrent readers do not write the same cache line: a read adds to the
+// stripe of the P it runs on (procStripe), Stats sums them. Exact.
+type readCounts struct {
+	_ lineGuard
+	s [countStripes]struct {
+		hits, misses atomic.Uint64
+		_            [64]byte // two stripes never share a line, however aligned
+	}
 }
+
+// lineGuard is the first line of a striped structure, which no stripe
+// shares: a method on a pointer to the structure begins with a nil check
+// that loads the structure's first byte, and a stripe there would make
+// every reader of every stripe load a line that one core keeps writing
+// (measured: BenchmarkHotShard 100/0 at -cpu 2 took 64 ns a View where
+// the P owning stripe 0 ran beside another, 30 ns with the guard).
+type lineGuard [64]byte
 
 const countStripes = 64 // a power of two
 
@@ -286,41 +299,59 @@ func (c *readCounts) count(hit bool, r uint32) {
 }
 
 // hit counts a hit in stripe r and returns the stripe's hit count.
-func (c *readCounts) hit(r uint32) uint64 { return c[r&(countStripes-1)].hits.Add(1) }
+func (c *readCounts) hit(r uint32) uint64 { return c.s[r&(countStripes-1)].hits.Add(1) }
 
 // miss counts a miss in stripe r and returns the stripe's miss count.
-func (c *readCounts) miss(r uint32) uint64 { return c[r&(countStripes-1)].misses.Add(1) }
+func (c *readCounts) miss(r uint32) uint64 { return c.s[r&(countStripes-1)].misses.Add(1) }
 
-// countRead counts a read's hit or miss in its goroutine's stripe.
-func (e *Engine) countRead(hit bool) { e.reads.count(hit, goroutineStripe()) }
+// countRead counts a read's hit or miss in its P's stripe.
+func (e *Engine) countRead(hit bool) { e.reads.count(hit, procStripe()) }
 
-// goroutineStripe returns a number that stays the same from call to call
-// of one goroutine at one call depth, and differs between goroutines: a
-// hash of the address of a variable on the caller's stack (each goroutine
-// has its own stack; the address changes only when the stack is moved to
-// grow). Readers that pick their counter and log stripes with it write
-// stripes of their own, so a line moves between cores only when two
-// goroutines' hashes collide or a goroutine moves to another core, where
-// a random pick (rand.Uint32) made every other increment of a two-core
-// reader take the line from the other core. The address is only hashed,
-// never turned back into a pointer.
-func goroutineStripe() uint32 {
-	var x byte
-	return uint32(uint64(uintptr(unsafe.Pointer(&x))) * 0x9e3779b97f4a7c15 >> 40)
+// procStripe returns the id of the P (the runtime's processor, one of
+// GOMAXPROCS) the calling goroutine runs on, which picks a reader's
+// stripe of the hit counters, the read log and the View counts.
+// Goroutines that run at the same time run on different Ps, so while
+// GOMAXPROCS is at most the stripes of a kind, no two running readers
+// write one stripe, and a stripe's line stays in the cache of the core
+// that runs its P. A goroutine may move to another P right after the
+// call: a stripe is then shared for a moment, which costs a line
+// transfer, never a wrong count (every stripe is updated atomically).
+//
+// Tried before: a random stripe per read (rand.Uint32) made every other
+// increment of a two-core reader take the line from the other core; a
+// hash of an address on the goroutine's stack (a stripe per goroutine)
+// made two goroutines share a stripe of some kind in about a third of
+// the runs (1 in 8 for the View counts, 1 in 4 for the read log, 1 in 64
+// for the counters), for the whole run: one source of the spread between
+// cmd/speed runs. Cost: two calls into the runtime (a few nanoseconds).
+//
+// procPin and procUnpin are reached with go:linkname, as sync.Pool
+// reaches them; the runtime keeps those names and signatures for such
+// callers (go.dev/issue/67401).
+func procStripe() uint32 {
+	p := procPin()
+	procUnpin()
+	return uint32(p)
 }
+
+//go:linkname procPin runtime.procPin
+func procPin() int
+
+//go:linkname procUnpin runtime.procUnpin
+func procUnpin()
 
 // sum returns the hits and misses counted.
 func (c *readCounts) sum() (hits, misses uint64) {
-	for i := range c {
-		hits += c[i].hits.Load()
-		misses += c[i].misses.Load()
+	for i := range c.s {
+		hits += c.s[i].hits.Load()
+		misses += c.s[i].misses.Load()
 	}
 	return hits, misses
 }
 
 // viewCounts counts a shard's Views in progress, so that a writer can tell
 // whether a record a View marked (flagViewed) may still be read in place.
-// A View adds 1 to its goroutine's stripe (goroutineStripe) before it
+// A View adds 1 to its P's stripe (procStripe) before it
 // looks the key up and subtracts it after fn returns; a writer, holding
 // the exclusive lock, overwrites a marked record in place only if every
 // stripe is 0 (none), else it appends a new record.
@@ -338,7 +369,7 @@ func (c *readCounts) sum() (hits, misses uint64) {
 // that stays the same only while no writer works. Otherwise the writer saw
 // the View and appends. A View's fn that writes the key it views (allowed)
 // sees its own count and appends too. A shard whose views pointer is still
-// nil has had no View, hence no marked record. Memory: 512 bytes a shard
+// nil has had no View, hence no marked record. Memory: 576 bytes a shard
 // that has been viewed.
 //
 // A line per shard and stripe, not one table of per-shard counters with a
@@ -348,17 +379,20 @@ func (c *readCounts) sum() (hits, misses uint64) {
 // alternated, every pair): a writer's none reads the other core's row,
 // which that core rewrites at every View of any of 16 shards, not only at
 // one of this shard.
-type viewCounts [viewStripes]struct {
-	n atomic.Int64
-	_ [56]byte // one line a stripe
+type viewCounts struct {
+	_ lineGuard
+	s [viewStripes]struct {
+		n atomic.Int64
+		_ [56]byte // one line a stripe
+	}
 }
 
 const viewStripes = 8 // a power of two
 
-// enter counts a View in its goroutine's stripe and returns the counter
-// to subtract from when the View ends.
-func (v *viewCounts) enter() *atomic.Int64 {
-	c := &v[goroutineStripe()&(viewStripes-1)].n
+// enter counts a View in stripe r (its P's, procStripe) and returns the
+// counter to subtract from when the View ends.
+func (v *viewCounts) enter(r uint32) *atomic.Int64 {
+	c := &v.s[r&(viewStripes-1)].n
 	c.Add(1)
 	return c
 }
@@ -370,8 +404,8 @@ func (v *viewCounts) none() bool {
 	if v == nil {
 		return true
 	}
-	for i := range v {
-		if v[i].n.Load() != 0 {
+	for i := range v.s {
+		if v.s[i].n.Load() != 0 {
 			return false
 		}
 	}

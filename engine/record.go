@@ -74,9 +74,9 @@ import (
 // follow at least 64 bytes later, so a writer at work does not take that
 // line from them; the sequence count is odd only while a writer may
 // change the arrays (policy work under the lock runs with it even). A
-// reader writes only lines of its own goroutine: its stripe of the
-// engine's hit/miss counters and of the shard's read log (see
-// goroutineStripe); a View also sets flagViewed once per record.
+// reader writes only lines of its own P: its stripe of the engine's
+// hit/miss counters and of the shard's read log (see procStripe); a View
+// also sets flagViewed once per record.
 //
 // A read is thus: hash, table word, record (header, key and value are
 // contiguous): two dependent cache misses for a key not in the CPU cache. Entries with a TTL also have an item (deadline,
