@@ -151,8 +151,7 @@ type Engine struct {
 	mask     uint64
 	seed     keySeed // secret: the key hash of every shard and table
 	clock    clock.Clock
-	mono     bool         // clock is known to be monotonic: no guard needed
-	hwm      atomic.Int64 // highest time read from a clock that is not known monotonic
+	mono     bool // clock is known to be monotonic: no guard needed
 	maxKey   int
 	onRemove func(Removal)
 	closed   atomic.Bool
@@ -161,6 +160,12 @@ type Engine struct {
 	listenerPanics atomic.Uint64 // recovered in the expiry goroutine
 
 	reads readCounts // hits and misses, striped (see readlog.go)
+
+	// hwm is the highest time read from a clock that is not known
+	// monotonic, written at nearly every reading of such a clock: it
+	// follows reads' last stripe, off the line of the fields every
+	// operation reads (shards, mask, seed, clock).
+	hwm atomic.Int64
 
 	// cycleMu guards cycle, every Pass of it, and cycleEv. It is held for
 	// one batch of a cycle at a time and never while a listener runs.
