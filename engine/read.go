@@ -79,8 +79,8 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 // record's value is not overwritten in place while any View of the shard
 // is in progress (an overwrite writes a new record), and an arena's bytes
 // are never reused for another record, only replaced by a new arena (see
-// record.go). The cost: two atomic adds on a line of the calling
-// goroutine's P (procStripe), and one compare-and-swap on the record's header the
+// record.go). The cost: two atomic adds on the line of the stripe of the P
+// the View started on (procStripe), and one compare-and-swap on the record's header the
 // first time a record is viewed after a write.
 func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
@@ -436,8 +436,9 @@ func markViewed(arena []byte, off, kw uint32) bool {
 
 // hitAt counts a validated hit on the record at off in arena (its flags
 // word kw, its sequence count seq) in stripe r (procStripe) and logs it
-// for the policy, as readHit does. Only a hit the log takes reads the record's slot (probe does not:
-// most hits of a calm shard are not logged), and it validates again after
+// for the policy, as readHit does. Only a hit the log takes reads the
+// record's slot (probe does not: most hits of a calm shard are not
+// logged), and it validates again after
 // reading it, so that what it logs is the slot of a state the read saw
 // whole; if a writer ran meanwhile, the event is dropped (the log is
 // lossy).

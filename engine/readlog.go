@@ -30,8 +30,11 @@ import (
 // lock is taken and every stripe of its kind is full, or when two readers
 // race for the same slot. A reader picks the stripe of the P it runs on
 // (procStripe) and claims a slot with one compare-and-swap, so two
-// readers running at once write the same line only when there are more
-// Ps than stripes. Reads under the shared lock (a key with
+// readers running at once write one stripe's line only when there are
+// more Ps than stripes (Ps i and i+logStripes share one), when a reader
+// moves to another P between picking its stripe and pushing, or when a
+// full stripe sends a reader to the others; a reader that drains the log
+// (drainIfFree) writes every stripe's head. Reads under the shared lock (a key with
 // a deadline, GetItem) log the same way, after releasing it. Hit and miss
 // counts go to the engine's striped counters (readCounts), exact and
 // summed by Stats.
@@ -283,8 +286,13 @@ type readCounts struct {
 // shares: a method on a pointer to the structure begins with a nil check
 // that loads the structure's first byte, and a stripe there would make
 // every reader of every stripe load a line that one core keeps writing
-// (measured: BenchmarkHotShard 100/0 at -cpu 2 took 64 ns a View where
-// the P owning stripe 0 ran beside another, 30 ns with the guard).
+// (BenchmarkHotShard 100/0 at -cpu 2, 5 runs alternated: 60, 28, 40, 31
+// and 72 ns a View with stripes by a stack hash and no guard, 27–34 with
+// stripes by P and the guard; stripes by P without the guard took 62–86
+// ns in 17 runs of 18, since P 0 always wrote stripe 0). readCounts is a
+// field of Engine, whose nil check loads the Engine's first byte instead:
+// there the guard keeps stripe 0 off the line of the Engine's fields that
+// every operation reads.
 type lineGuard [64]byte
 
 const countStripes = 64 // a power of two
@@ -323,11 +331,14 @@ func (e *Engine) countRead(hit bool) { e.reads.count(hit, procStripe()) }
 // made two goroutines share a stripe of some kind in about a third of
 // the runs (1 in 8 for the View counts, 1 in 4 for the read log, 1 in 64
 // for the counters), for the whole run: one source of the spread between
-// cmd/speed runs. Cost: two calls into the runtime (a few nanoseconds).
+// cmd/speed runs. Cost: three calls (procStripe does not inline), about
+// 20–30 instructions; a View makes one for its three stripes.
 //
-// procPin and procUnpin are reached with go:linkname, as sync.Pool
-// reaches them; the runtime keeps those names and signatures for such
-// callers (go.dev/issue/67401).
+// runtime.procPin and procUnpin are reached with go:linkname, as packages
+// the runtime lists beside them do (github.com/bytedance/gopkg and
+// others); the runtime keeps those names and signatures for such callers
+// (go.dev/issue/67401). sync.Pool reaches the same functions under its
+// own names.
 func procStripe() uint32 {
 	p := procPin()
 	procUnpin()
@@ -352,7 +363,8 @@ func (c *readCounts) sum() (hits, misses uint64) {
 // viewCounts counts a shard's Views in progress, so that a writer can tell
 // whether a record a View marked (flagViewed) may still be read in place.
 // A View adds 1 to its P's stripe (procStripe) before it
-// looks the key up and subtracts it after fn returns; a writer, holding
+// looks the key up and subtracts it from that stripe after fn returns
+// (even if the goroutine runs on another P by then); a writer, holding
 // the exclusive lock, overwrites a marked record in place only if every
 // stripe is 0 (none), else it appends a new record.
 //

@@ -74,8 +74,11 @@ import (
 // follow at least 64 bytes later, so a writer at work does not take that
 // line from them; the sequence count is odd only while a writer may
 // change the arrays (policy work under the lock runs with it even). A
-// reader writes only lines of its own P: its stripe of the engine's
-// hit/miss counters and of the shard's read log (see procStripe); a View
+// reader writes its P's stripes: of the engine's hit/miss counters, of
+// the shard's read log and, in View, of the shard's View counts (see
+// procStripe; a stripe is shared when there are more Ps than stripes, for
+// a moment when a goroutine moves to another P, and when a full log
+// stripe sends a reader to the others or a reader drains the log); a View
 // also sets flagViewed once per record.
 //
 // A read is thus: hash, table word, record (header, key and value are

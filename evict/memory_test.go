@@ -3,6 +3,7 @@ package evict
 import (
 	"runtime"
 	"testing"
+	"unsafe"
 )
 
 // memoryShape is the per-shard share of the bench's memory configuration
@@ -85,5 +86,28 @@ func TestPolicyMemoryPerEntry(t *testing.T) {
 				t.Errorf("%s holds %.1f bytes per entry, budget %.0f", spec.Name, got, budget)
 			}
 		})
+	}
+}
+
+// Policies that engine shards allocate one each fill whole cache lines, so
+// that two shards' policies, written under different locks, never share
+// one (see lruPolicy).
+func TestShardPoliciesFillWholeLines(t *testing.T) {
+	tests := []struct {
+		name string
+		size uintptr
+	}{
+		{"lruPolicy", unsafe.Sizeof(lruPolicy{})},
+		{"ttlPolicy", unsafe.Sizeof(ttlPolicy{})},
+		{"s3fifoPolicy", unsafe.Sizeof(s3fifoPolicy{})},
+		{"lfuPolicy", unsafe.Sizeof(lfuPolicy{})},
+		{"randomPolicy", unsafe.Sizeof(randomPolicy{})},
+	}
+	for _, tt := range tests {
+		// Go rounds a size up to its size class (…, 48, 64, 80, 96, 112,
+		// 128, …): 49–64 bytes take 64, 113–128 take 128.
+		if !(tt.size%64 == 0 || tt.size > 48 && tt.size <= 64 || tt.size > 112 && tt.size <= 128) {
+			t.Errorf("%s is %d bytes, want a multiple of 64", tt.name, tt.size)
+		}
 	}
 }
