@@ -1,6 +1,9 @@
 package evict
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // AllKeysLRU evicts the least recently used entry.
 //
@@ -49,17 +52,21 @@ func newLRUPolicy(int64) Policy { return newLRU() }
 // lruPolicy is the policy of AllKeysLRU and VolatileLRU, whose doc describes
 // it.
 type lruPolicy struct {
+	lruState
+	// Every shard has its policy, written under its own lock: whole lines
+	// keep two shards' policies off one line (at 104 bytes, in Go's
+	// 112-byte size class, one shard's clock shared a line with the next
+	// one's slice headers).
+	_ [(64 - unsafe.Sizeof(lruState{})%64) % 64]byte
+}
+
+type lruState struct {
 	clock atomic.Uint32
 	old   atomic.Uint32   // an Access to an entry this many ticks old advances the clock
 	stamp []atomic.Uint32 // last access, written by Access
 	key   []uint32        // stamp when last placed in the heap
 	pos   []uint32        // index in heap, or none
 	heap  []Handle
-	// Every shard has its policy, written under its own lock: 128 bytes
-	// (2 lines in a size class of 128) keep two shards' policies off one
-	// line (at 104 bytes, in the 112-byte class, one shard's clock shared
-	// a line with the next one's slice headers).
-	_ [128 - 104]byte
 }
 
 // newLRU returns an empty LRU policy.

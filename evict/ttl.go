@@ -1,5 +1,7 @@
 package evict
 
+import "unsafe"
+
 // VolatileTTL evicts the entry whose deadline is nearest, approximately,
 // like Redis's volatile-ttl.
 //
@@ -19,13 +21,17 @@ func newTTLPolicy(int64) Policy { return newTTL() }
 
 // ttlPolicy is the policy of VolatileTTL, whose doc describes it.
 type ttlPolicy struct {
+	ttlState
+	_ [(64 - unsafe.Sizeof(ttlState{})%64) % 64]byte // whole lines, as lruPolicy's
+}
+
+type ttlState struct {
 	s        sampler
 	deadline []int64
-	_        [128 - 104]byte // a line of its own, as lruPolicy's
 }
 
 // newTTL returns an empty TTL policy.
-func newTTL() *ttlPolicy { return &ttlPolicy{s: newSampler(0x74746c)} }
+func newTTL() *ttlPolicy { return &ttlPolicy{ttlState: ttlState{s: newSampler(0x74746c)}} }
 
 // Add implements Policy.
 func (p *ttlPolicy) Add(h Handle, e Entry) {
