@@ -5,6 +5,11 @@
 //
 //	go run ./cmd/hitseeds -policy tinylfu -seeds 8 -cells zipf099:5000,otterzipf:20000,glimpse:750
 //
+// With -perseed FILE it also writes every run's hit ratio (trace, capacity,
+// seed, ratio; tab-separated), so that two builds of a policy can be
+// compared seed by seed (paired: most of a short trace's spread is the
+// seed's, common to both).
+//
 // Traces are found as cmd/hitratio finds them (-dir or $TIDE_TRACES).
 package main
 
@@ -31,6 +36,7 @@ func main() {
 	seeds := flag.Int("seeds", 8, "hash seeds 1..n to average")
 	cells := flag.String("cells", defaultCells, "comma-separated trace:capacity cells")
 	dir := flag.String("dir", "", "trace directory (default $"+sim.EnvTraces+")")
+	perSeed := flag.String("perseed", "", "if set, a file to write each run's hit ratio to (trace, capacity, seed, ratio)")
 	flag.Parse()
 	if *seeds < 1 {
 		log.Fatal("hitseeds: -seeds must be at least 1")
@@ -41,6 +47,12 @@ func main() {
 	spec, err := evict.Parse(*policy)
 	if err != nil {
 		log.Fatalf("hitseeds: %v", err)
+	}
+	var out *os.File
+	if *perSeed != "" {
+		if out, err = os.Create(*perSeed); err != nil {
+			log.Fatalf("hitseeds: %v", err)
+		}
 	}
 	fmt.Printf("| trace | capacity | %s, mean of %d seeds | min | max |\n|---|---:|---:|---:|---:|\n", spec.Name, *seeds)
 	for _, cell := range strings.Split(*cells, ",") {
@@ -76,6 +88,16 @@ func main() {
 			lo, hi = min(lo, r), max(hi, r)
 		}
 		fmt.Printf("| %s | %d | %.2f | %.2f | %.2f |\n", name, capacity, sum/float64(len(ratios)), lo, hi)
+		if out != nil {
+			for s, r := range ratios {
+				fmt.Fprintf(out, "%s\t%d\t%d\t%.4f\n", name, capacity, s+1, r)
+			}
+		}
+	}
+	if out != nil {
+		if err := out.Close(); err != nil {
+			log.Fatalf("hitseeds: %v", err)
+		}
 	}
 }
 
