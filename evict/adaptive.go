@@ -331,6 +331,10 @@ type adaptiveGroup struct {
 	// Written under mu, read without it.
 	cur atomic.Int32
 
+	// mu and sims, written at every sampled reference of any shard, start
+	// a line after the fields above, which every reference of every shard
+	// reads (limit in skips, cur in follow).
+	_    [64]byte
 	mu   sync.Mutex // guards sims
 	sims miniSims
 }

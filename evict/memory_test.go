@@ -106,3 +106,15 @@ func TestShardPoliciesFillWholeLines(t *testing.T) {
 		}
 	}
 }
+
+// The adaptive group's mutex and miniature caches, written at sampled
+// references, are a line away from the fields every reference reads.
+func TestAdaptiveGroupKeepsItsLockOffTheReadLine(t *testing.T) {
+	var g adaptiveGroup
+	read := unsafe.Offsetof(g.cur) + unsafe.Sizeof(g.cur)
+	for name, off := range map[string]uintptr{"mu": unsafe.Offsetof(g.mu), "sims": unsafe.Offsetof(g.sims)} {
+		if off < read+64 {
+			t.Errorf("adaptiveGroup.%s at offset %d, want ≥ %d (64 bytes past cur)", name, off, read+64)
+		}
+	}
+}
