@@ -26,7 +26,7 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 		arena, off, kw, vl, seq, r := s.probe(key, h)
 		switch {
 		case r == peekMiss:
-			r = e.absent(s, h, seq, true)
+			r = e.absent(s, h, seq, true, procStripe())
 		case r == peekHit && kw>>24&flagDeadline != 0:
 			_, _, r = e.liveAt(s, arena, off, seq)
 		}
@@ -79,9 +79,9 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 // record's value is not overwritten in place while any View of the shard
 // is in progress (an overwrite writes a new record), and an arena's bytes
 // are never reused for another record, only replaced by a new arena (see
-// record.go). The cost: two atomic adds on the line of the stripe of the P
-// the View started on (procStripe), and one compare-and-swap on the record's header the
-// first time a record is viewed after a write.
+// record.go). The cost: two atomic adds on the line of the stripe of the
+// P the View started on (procStripe), and one compare-and-swap on the
+// record's header the first time a record is viewed after a write.
 func (e *Engine) View(key string, fn func(value []byte)) bool {
 	s, h := e.shardFor(key)
 	r0 := procStripe()
@@ -91,7 +91,7 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 		arena, off, kw, vl, seq, r := s.probe(key, h)
 		switch {
 		case r == peekMiss:
-			r = e.absent(s, h, seq, true)
+			r = e.absent(s, h, seq, true, r0)
 		case r == peekHit && kw>>24&flagDeadline != 0:
 			_, _, r = e.liveAt(s, arena, off, seq)
 		}
@@ -373,14 +373,15 @@ func (e *Engine) liveAt(s *shard, arena []byte, off uint32, seq uint64) (d, now 
 }
 
 // absent validates a miss of probe (seq is the count it read) and, if
-// counted (every read but TTL), counts it and logs it for the policy:
-// peekMiss, or peekRetry if a writer ran meanwhile.
-func (e *Engine) absent(s *shard, h uint64, seq uint64, counted bool) peekResult {
+// counted (every read but TTL), counts it in stripe r (procStripe) and
+// logs it for the policy: peekMiss, or peekRetry if a writer ran
+// meanwhile.
+func (e *Engine) absent(s *shard, h uint64, seq uint64, counted bool, r uint32) peekResult {
 	if s.mu.seq.Load() != seq {
 		return peekRetry
 	}
 	if counted {
-		e.readMiss(s, h)
+		e.readMiss(s, h, r)
 	}
 	return peekMiss
 }
@@ -394,7 +395,7 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool, pk *peeked) 
 	var d, now int64
 	switch {
 	case r == peekMiss:
-		r = e.absent(s, h, seq, counted)
+		r = e.absent(s, h, seq, counted, procStripe())
 	case r == peekHit && kw>>24&flagDeadline != 0:
 		d, now, r = e.liveAt(s, arena, off, seq)
 	}
@@ -438,10 +439,9 @@ func markViewed(arena []byte, off, kw uint32) bool {
 // word kw, its sequence count seq) in stripe r (procStripe) and logs it
 // for the policy, as readHit does. Only a hit the log takes reads the
 // record's slot (probe does not: most hits of a calm shard are not
-// logged), and it validates again after
-// reading it, so that what it logs is the slot of a state the read saw
-// whole; if a writer ran meanwhile, the event is dropped (the log is
-// lossy).
+// logged), and it validates again after reading it, so that what it logs
+// is the slot of a state the read saw whole; if a writer ran meanwhile,
+// the event is dropped (the log is lossy).
 func (e *Engine) hitAt(s *shard, arena []byte, off, kw uint32, seq uint64, r uint32) {
 	n := e.reads.hit(r)
 	if kw>>24&flagTracked != 0 && s.logsRead(n) {
@@ -469,7 +469,7 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 	if !ok {
 		s.mu.RUnlock()
 		if counted {
-			e.readMiss(s, h)
+			e.readMiss(s, h, procStripe())
 		}
 		return entry{}, 0, false
 	}
@@ -487,10 +487,10 @@ func (e *Engine) rlockLive(s *shard, key string, h uint64, counted bool) (en ent
 	return en, now, true
 }
 
-// readMiss counts a read of an absent key with hash h and logs it for the
-// policy, sampled as hits are (see shard.logsRead).
-func (e *Engine) readMiss(s *shard, h uint64) {
-	r := procStripe()
+// readMiss counts a read of an absent key with hash h in stripe r
+// (procStripe) and logs it for the policy, sampled as hits are (see
+// shard.logsRead).
+func (e *Engine) readMiss(s *shard, h uint64, r uint32) {
 	n := e.reads.miss(r)
 	if s.logsRead(n) {
 		s.logMiss(h, r)

@@ -29,12 +29,8 @@ import (
 // when the event was dropped instead). An event is dropped only when the
 // lock is taken and every stripe of its kind is full, or when two readers
 // race for the same slot. A reader picks the stripe of the P it runs on
-// (procStripe) and claims a slot with one compare-and-swap, so two
-// readers running at once write one stripe's line only when there are
-// more Ps than stripes (Ps i and i+logStripes share one), when a reader
-// moves to another P between picking its stripe and pushing, or when a
-// full stripe sends a reader to the others; a reader that drains the log
-// (drainIfFree) writes every stripe's head. Reads under the shared lock (a key with
+// (procStripe, which lists when two readers still write one stripe) and
+// claims a slot with one compare-and-swap. Reads under the shared lock (a key with
 // a deadline, GetItem) log the same way, after releasing it. Hit and miss
 // counts go to the engine's striped counters (readCounts), exact and
 // summed by Stats.
@@ -319,11 +315,15 @@ func (e *Engine) countRead(hit bool) { e.reads.count(hit, procStripe()) }
 // GOMAXPROCS) the calling goroutine runs on, which picks a reader's
 // stripe of the hit counters, the read log and the View counts.
 // Goroutines that run at the same time run on different Ps, so while
-// GOMAXPROCS is at most the stripes of a kind, no two running readers
-// write one stripe, and a stripe's line stays in the cache of the core
-// that runs its P. A goroutine may move to another P right after the
-// call: a stripe is then shared for a moment, which costs a line
-// transfer, never a wrong count (every stripe is updated atomically).
+// GOMAXPROCS is at most the stripes of a kind (logStripes, viewStripes,
+// countStripes), no two running readers write one stripe, and a stripe's
+// line stays in the cache of the core that runs its P. Readers still
+// write another's stripe when there are more Ps than stripes (P i and
+// P i+logStripes share a log stripe), for a moment when a goroutine moves
+// to another P right after the call, when a full log stripe sends a
+// reader to the others, and when a reader drains the log (drainIfFree
+// writes every stripe's head): a line transfer each, never a wrong count
+// (every stripe is updated atomically).
 //
 // Tried before: a random stripe per read (rand.Uint32) made every other
 // increment of a two-core reader take the line from the other core; a

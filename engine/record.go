@@ -76,10 +76,8 @@ import (
 // change the arrays (policy work under the lock runs with it even). A
 // reader writes its P's stripes: of the engine's hit/miss counters, of
 // the shard's read log and, in View, of the shard's View counts (see
-// procStripe; a stripe is shared when there are more Ps than stripes, for
-// a moment when a goroutine moves to another P, and when a full log
-// stripe sends a reader to the others or a reader drains the log); a View
-// also sets flagViewed once per record.
+// procStripe, which says when two readers write one stripe); a View also
+// sets flagViewed once per record.
 //
 // A read is thus: hash, table word, record (header, key and value are
 // contiguous): two dependent cache misses for a key not in the CPU cache. Entries with a TTL also have an item (deadline,
