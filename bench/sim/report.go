@@ -9,12 +9,44 @@ import (
 	"strings"
 )
 
-// Table is the result of one trace: Ratios[capacity][contender].
+// Table is the result of one trace: Ratios[capacity][contender], and the
+// standard error of each (SE, as RunSE gives it; nil, or NaN in a cell,
+// where it is not known).
 type Table struct {
 	Trace      *Trace
 	Accesses   int
 	Contenders []Contender
 	Ratios     [][]float64
+	SE         [][]float64
+}
+
+// se is the standard error of cell (i, j): NaN if unknown.
+func (t *Table) se(i, j int) float64 {
+	if j < 0 || t.SE == nil || t.SE[i] == nil {
+		return math.NaN()
+	}
+	return t.SE[i][j]
+}
+
+// diffSE is the standard error of the difference of cells (i, a) and
+// (i, b), whose runs are independent: √(se_a² + se_b²); a column whose
+// spread is not known counts as exact when exact says so (a
+// deterministic policy alone: TinyLFU, S3-FIFO), else makes it NaN.
+func (t *Table) diffSE(i, a, b int, exactB bool) float64 {
+	sa, sb := t.se(i, a), t.se(i, b)
+	if exactB && math.IsNaN(sb) {
+		sb = 0
+	}
+	return math.Hypot(sa, sb)
+}
+
+// pm formats a difference d with its standard error e ("+0.28 ± 0.31"),
+// or d alone if e is not known.
+func pm(d, e float64) string {
+	if math.IsNaN(e) {
+		return fmt.Sprintf("%+.2f", d)
+	}
+	return fmt.Sprintf("%+.2f ± %.2f", d, e)
 }
 
 func (t *Table) col(name string) int {
@@ -41,7 +73,7 @@ func (t *Table) best2(i int) float64 {
 // the rows where it is below otter or more than 5 points below OPT.
 func writeMisses(p func(string, ...any), tables []*Table) {
 	p("### Rows that miss a goal\n\n")
-	p("Every row where adaptive < otter, adaptive < max(tinylfu, s3fifo) − 0.5, |engine − policy| > 0.5, or OPT − adaptive > 5 points.\n\n")
+	p("Every row where adaptive < otter, adaptive < max(tinylfu, s3fifo) − 0.5, |engine − policy| > 0.5, or OPT − adaptive > 5 points. A gap is given with one standard error (±, from the spread of the seeds' or runs' hit ratios, as in the per-trace tables), where the columns have several runs: a gap within about two standard errors of its goal is as much the seeds' noise as the policy's.\n\n")
 	p("| trace | capacity | adaptive | otter | max(tinylfu, s3fifo) | engine | OPT | misses |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
 	rows := 0
 	for _, t := range tables {
@@ -59,13 +91,13 @@ func writeMisses(p func(string, ...any), tables []*Table) {
 				return fmt.Sprintf("%.2f", r[j])
 			}
 			if o >= 0 && r[a] < r[o]-0.005 {
-				miss = append(miss, fmt.Sprintf("below otter by %.2f", r[o]-r[a]))
+				miss = append(miss, "below otter by "+strings.TrimPrefix(pm(r[o]-r[a], t.diffSE(i, a, o, false)), "+"))
 			}
 			if b := t.best2(i); r[a] < b-0.5 {
-				miss = append(miss, fmt.Sprintf("below best2 by %.2f", b-r[a]))
+				miss = append(miss, "below best2 by "+strings.TrimPrefix(pm(b-r[a], t.diffSE(i, a, -1, true)), "+"))
 			}
 			if e >= 0 && math.Abs(r[e]-r[a]) > 0.5 {
-				miss = append(miss, fmt.Sprintf("engine %+.2f", r[e]-r[a]))
+				miss = append(miss, "engine "+pm(r[e]-r[a], t.diffSE(i, e, a, false)))
 			}
 			if op >= 0 && r[op]-r[a] > 5 {
 				miss = append(miss, fmt.Sprintf("OPT − %.2f", r[op]-r[a]))
@@ -194,7 +226,7 @@ func WriteMarkdown(w io.Writer, tables []*Table, ref []RefRow, cmd, timing strin
 	p("go-cache (never evicts), freecache and bigcache (byte caps over ring-buffer segments: no setting means N entries) are not simulated. volatile-* policies are the allkeys-* algorithms on the entries with a TTL and the traces have none, so they are not listed.\n\n")
 	p("Columns: `tide adaptive` is the recommended policy (evict.Adaptive, bench.RecommendedPolicy) alone in the simulator, averaged over fixed hash seeds 0, 1, … (its choices depend on hash values: sampling, sketch collisions): at least `-engine-runs`, and more on a short trace, so that a cell averages at least `-engine-accesses` accesses in all (up to %d seeds; the count is under each trace's heading), since a short trace's hit ratio spreads over several points from seed to seed; `tide adaptive (engine)` is the same policy driving a real `engine.Engine` (sim.EngineCache: Get, and Set on a miss; 8-byte keys and %d-byte values, MaxBytes = capacity × %d bytes, so it holds exactly capacity entries; the engine's default shard count for that cap; per-shard policy instances under the engine-wide budget; the engine seeds its hash at random, so it is the mean of as many runs as the policy-only column has seeds; with one shard, which every cap below 8192 entries gets, the two columns differ only by the hash seeds). ", MaxSeedRuns, EngineValueSize, EngineEntrySize)
 	p("`OPT` is Bélády's clairvoyant policy with bypass (sim.OPT): it reads the trace ahead, so it is the ceiling, not a cache, and is never bold.\n\n")
-	p("Bold: best usable cache in the row. Δ otter = adaptive − otter; Δ best2 = adaptive − max(tinylfu, s3fifo); eng − pol = adaptive (engine) − adaptive; to OPT = OPT − adaptive; all in points.\n\n")
+	p("Bold: best usable cache in the row. Δ otter = adaptive − otter; Δ best2 = adaptive − max(tinylfu, s3fifo); eng − pol = adaptive (engine) − adaptive; to OPT = OPT − adaptive; all in points. ± is one standard error of a difference, √(se₁² + se₂²), each se the standard deviation of a column's runs (hash seeds) over √runs; it is left out where a column ran once (a peer carried over from an earlier report, a single run).\n\n")
 
 	if len(tables) > 0 {
 		p("## Summary\n\n")
@@ -269,16 +301,26 @@ func WriteMarkdown(w io.Writer, tables []*Table, ref []RefRow, cmd, timing strin
 		}
 		p("`%s`, %d accesses%s. Chart: [charts/hitratio-%s.svg](charts/hitratio-%s.svg)\n\n", t.Trace.Name, t.Accesses, seeds, t.Trace.Name, t.Trace.Name)
 		a, o, e, op := t.col(ColAdaptive), t.col(ColOtter), t.col(ColEngine), t.col(ColOPT)
+		// Each extra column is a difference and its standard error
+		// (NaN: not known, printed without).
 		type extra struct {
 			name string
 			ok   bool
-			f    func(i int) float64
+			f    func(i int) (float64, float64)
 		}
 		extras := []extra{
-			{"Δ otter", a >= 0 && o >= 0, func(i int) float64 { return t.Ratios[i][a] - t.Ratios[i][o] }},
-			{"Δ best2", a >= 0, func(i int) float64 { return t.Ratios[i][a] - t.best2(i) }},
-			{"eng − pol", a >= 0 && e >= 0, func(i int) float64 { return t.Ratios[i][e] - t.Ratios[i][a] }},
-			{"to OPT", a >= 0 && op >= 0, func(i int) float64 { return t.Ratios[i][op] - t.Ratios[i][a] }},
+			{"Δ otter", a >= 0 && o >= 0, func(i int) (float64, float64) {
+				return t.Ratios[i][a] - t.Ratios[i][o], t.diffSE(i, a, o, false)
+			}},
+			{"Δ best2", a >= 0, func(i int) (float64, float64) {
+				return t.Ratios[i][a] - t.best2(i), t.diffSE(i, a, -1, true)
+			}},
+			{"eng − pol", a >= 0 && e >= 0, func(i int) (float64, float64) {
+				return t.Ratios[i][e] - t.Ratios[i][a], t.diffSE(i, e, a, false)
+			}},
+			{"to OPT", a >= 0 && op >= 0, func(i int) (float64, float64) {
+				return t.Ratios[i][op] - t.Ratios[i][a], t.diffSE(i, a, op, true)
+			}},
 		}
 		p("| capacity |")
 		for _, c := range t.Contenders {
@@ -316,7 +358,7 @@ func WriteMarkdown(w io.Writer, tables []*Table, ref []RefRow, cmd, timing strin
 			}
 			for _, x := range extras {
 				if x.ok {
-					p(" %+.2f |", x.f(i))
+					p(" %s |", pm(x.f(i)))
 				}
 			}
 			p("\n")

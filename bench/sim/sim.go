@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 
@@ -79,15 +80,26 @@ type Result struct {
 }
 
 // Run simulates every contender at every capacity of keys, using up to
-// workers goroutines (0 = GOMAXPROCS), and returns results indexed
-// [capacity][contender].
+// workers goroutines (0 = GOMAXPROCS), and returns the mean hit ratios,
+// indexed [capacity][contender] (RunSE's means).
 func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
+	mean, _ := RunSE(keys, caps, cs, workers)
+	return mean
+}
+
+// RunSE is Run with the standard error of each mean, from the spread of
+// the contender's runs (hash seeds): the sample standard deviation over
+// √Runs. A contender of one run gets NaN (its spread is not measured; a
+// deterministic one has none).
+func RunSE(keys []uint64, caps []int, cs []Contender, workers int) (mean, se [][]float64) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	out := make([][]float64, len(caps))
-	for i := range out {
-		out[i] = make([]float64, len(cs))
+	sum := make([][]float64, len(caps))
+	sq := make([][]float64, len(caps))
+	for i := range sum {
+		sum[i] = make([]float64, len(cs))
+		sq[i] = make([]float64, len(cs))
 	}
 	type job struct{ i, j, r int }
 	jobs := make(chan job)
@@ -107,7 +119,8 @@ func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
 					panic(fmt.Sprintf("sim: %s at %d: %v", cs[jb.j].Name, caps[jb.i], f.Err()))
 				}
 				mu.Lock()
-				out[jb.i][jb.j] += r / float64(max(cs[jb.j].Runs, 1))
+				sum[jb.i][jb.j] += r
+				sq[jb.i][jb.j] += r * r
 				mu.Unlock()
 			}
 		}()
@@ -122,7 +135,21 @@ func Run(keys []uint64, caps []int, cs []Contender, workers int) [][]float64 {
 	}
 	close(jobs)
 	wg.Wait()
-	return out
+	mean, se = sum, sq // reused in place, cell by cell
+	for i := range caps {
+		for j := range cs {
+			n := float64(max(cs[j].Runs, 1))
+			m := sum[i][j] / n
+			e := math.NaN()
+			if n > 1 {
+				// Sample variance; rounding can make it slightly negative.
+				v := max(0, (sq[i][j]-n*m*m)/(n-1))
+				e = math.Sqrt(v / n)
+			}
+			mean[i][j], se[i][j] = m, e
+		}
+	}
+	return mean, se
 }
 
 // ExactLRU is a textbook LRU with a hash map and a doubly linked list kept

@@ -22,6 +22,7 @@ import (
 	"io"
 	"io/fs"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -168,15 +169,18 @@ func main() {
 			run = append(run, c)
 			runAt = append(runAt, j)
 		}
-		res := sim.Run(keys, t.Caps, run, *workers)
+		res, se := sim.RunSE(keys, t.Caps, run, *workers)
 		tab.Ratios = make([][]float64, len(t.Caps))
+		tab.SE = make([][]float64, len(t.Caps))
 		for i := range tab.Ratios {
 			tab.Ratios[i] = make([]float64, len(cs))
+			tab.SE[i] = make([]float64, len(cs))
 			for j, v := range old {
 				tab.Ratios[i][j] = v[i]
+				tab.SE[i][j] = math.NaN() // a carried-over column's spread is not known
 			}
 			for k, j := range runAt {
-				tab.Ratios[i][j] = res[i][k]
+				tab.Ratios[i][j], tab.SE[i][j] = res[i][k], se[i][k]
 			}
 		}
 		tables = append(tables, tab)
