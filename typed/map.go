@@ -299,13 +299,16 @@ func (m *Map[V]) Persist(key string) (bool, error) {
 	return m.e.Persist(m.key(key))
 }
 
-// Delete removes key and reports whether it existed.
+// Delete removes key and reports whether it existed. As
+// engine.Engine.Delete, with a durability log a delete whose record cannot
+// be logged returns false and leaves the key.
 func (m *Map[V]) Delete(key string) (deleted bool) {
 	return m.e.Delete(m.key(key))
 }
 
 // CompareAndDelete removes key if its current version is version, and
-// reports whether it did.
+// reports whether it did (false, with the key left, also for a delete whose
+// log record cannot be written, as engine.Engine.CompareAndDelete).
 func (m *Map[V]) CompareAndDelete(key string, version uint64) (deleted bool) {
 	return m.e.CompareAndDelete(m.key(key), version)
 }
@@ -315,6 +318,9 @@ func (m *Map[V]) CompareAndDelete(key string, version uint64) (deleted bool) {
 // It reads, decodes and then deletes by version, retrying if the key
 // changed in between, so the value returned is exactly the one removed;
 // after cas.DefaultAttempts lost races it gives up with cas.ErrConflict.
+// A delete the engine refuses (its log record could not be written:
+// engine.ErrLogWrite or ErrLogFailed; or ErrClosed, the engine closed in
+// between) returns the engine's error, with the key unchanged.
 func (m *Map[V]) GetAndDelete(key string) (v V, loaded bool, err error) {
 	k := m.key(key)
 	for range cas.DefaultAttempts {
@@ -326,7 +332,15 @@ func (m *Map[V]) GetAndDelete(key string) (v V, loaded bool, err error) {
 		if err != nil {
 			return v, true, err
 		}
-		if m.e.CompareAndDelete(k, it.Version) {
+		// DeleteWith, not CompareAndDelete: a delete the engine refuses
+		// (its log record could not be written) is an error to report,
+		// not a lost race to retry and then blame on contention.
+		_, deleted, err := m.e.DeleteWith(k, engine.DeleteOptions{IfVersion: it.Version})
+		if err != nil {
+			var zero V
+			return zero, false, err
+		}
+		if deleted {
 			return v, true, nil
 		}
 	}
