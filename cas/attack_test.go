@@ -1,0 +1,178 @@
+package cas_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/cas"
+	"github.com/tidekv/tide/engine"
+)
+
+// TestTxnEdges: what Txn's docs promise, at the edges.
+func TestTxnEdges(t *testing.T) {
+	t.Run("empty commit", func(t *testing.T) {
+		e, _ := newEngine(t)
+		ok, err := cas.Begin(e).Commit()
+		if !ok || err != nil {
+			t.Errorf("Commit of an empty Txn = %v, %v; want true, nil", ok, err)
+		}
+	})
+	t.Run("values are copied both ways", func(t *testing.T) {
+		e, _ := newEngine(t)
+		e.Set("a", []byte("one"))
+		tx := cas.Begin(e)
+		v, _ := tx.Get("a")
+		v[0] = 'X' // the caller's copy
+		buf := []byte("two")
+		tx.Set("b", buf)
+		buf[0] = 'X'
+		got, ok := tx.Get("b")
+		if string(got) != "two" || !ok {
+			t.Errorf("buffered b = %q, %v; want \"two\", true", got, ok)
+		}
+		got[0] = 'Y'
+		if ok, err := tx.Commit(); !ok || err != nil {
+			t.Fatalf("Commit = %v, %v", ok, err)
+		}
+		for k, want := range map[string]string{"a": "one", "b": "two"} {
+			if v, _ := e.Get(k); string(v) != want {
+				t.Errorf("%s = %q, want %q", k, v, want)
+			}
+		}
+	})
+	t.Run("own writes and deletes", func(t *testing.T) {
+		e, _ := newEngine(t)
+		e.Set("a", []byte("1"))
+		tx := cas.Begin(e)
+		tx.Delete("a")
+		if v, ok := tx.Get("a"); ok || v != nil {
+			t.Errorf("Get after buffered Delete = %q, %v; want a miss", v, ok)
+		}
+		tx.Set("a", []byte("2"))
+		if v, ok := tx.Get("a"); !ok || string(v) != "2" {
+			t.Errorf("Get after Delete then Set = %q, %v; want \"2\"", v, ok)
+		}
+		tx.Delete("missing")
+		if ok, err := tx.Commit(); !ok || err != nil {
+			t.Fatalf("Commit = %v, %v", ok, err)
+		}
+		if v, _ := e.Get("a"); string(v) != "2" {
+			t.Errorf("a = %q, want \"2\" (last buffered write wins)", v)
+		}
+	})
+	t.Run("bad TTLs and keys fail the commit, nothing written", func(t *testing.T) {
+		for _, tt := range []struct {
+			name string
+			buf  func(tx *cas.Txn)
+			want error
+		}{
+			{"SetTTL 0", func(tx *cas.Txn) { tx.SetTTL("b", []byte("x"), 0) }, engine.ErrInvalidTTL},
+			{"SetTTL -2", func(tx *cas.Txn) { tx.SetTTL("b", []byte("x"), -2) }, engine.ErrInvalidTTL},
+			{"SetTTL overflow", func(tx *cas.Txn) { tx.SetTTL("b", []byte("x"), math.MaxInt64) }, engine.ErrInvalidTTL},
+			{"Set huge key", func(tx *cas.Txn) { tx.Set(strings.Repeat("k", engine.DefaultMaxKeySize+1), nil) }, engine.ErrKeyTooLarge},
+			{"Watch huge key", func(tx *cas.Txn) { tx.Watch(strings.Repeat("k", engine.DefaultMaxKeySize+1)) }, engine.ErrKeyTooLarge},
+			{"Get huge key", func(tx *cas.Txn) { tx.Get(strings.Repeat("k", engine.DefaultMaxKeySize+1)) }, engine.ErrKeyTooLarge},
+		} {
+			e, _ := newEngine(t)
+			e.Set("a", []byte("1"))
+			tx := cas.Begin(e)
+			tx.Set("a", []byte("2"))
+			tt.buf(tx)
+			if ok, err := tx.Commit(); ok || !errors.Is(err, tt.want) {
+				t.Errorf("%s: Commit = %v, %v; want false, %v", tt.name, ok, err, tt.want)
+			}
+			if v, _ := e.Get("a"); string(v) != "1" {
+				t.Errorf("%s: a = %q after a failed commit, want \"1\"", tt.name, v)
+			}
+			err := cas.Transact(e, cas.Options{}, func(tx *cas.Txn) error { tt.buf(tx); return nil })
+			if !errors.Is(err, tt.want) {
+				t.Errorf("%s: Transact = %v, want %v", tt.name, err, tt.want)
+			}
+		}
+	})
+	t.Run("closed engine", func(t *testing.T) {
+		e, _ := newEngine(t)
+		e.Set("a", []byte("1"))
+		tx := cas.Begin(e)
+		tx.Get("a")
+		e.Close()
+		if ok, err := tx.Commit(); ok || !errors.Is(err, engine.ErrClosed) {
+			t.Errorf("Commit after Close = %v, %v; want false, ErrClosed", ok, err)
+		}
+		if err := cas.Transact(e, cas.Options{}, func(tx *cas.Txn) error { tx.Set("a", nil); return nil }); !errors.Is(err, engine.ErrClosed) {
+			t.Errorf("Transact after Close = %v, want ErrClosed", err)
+		}
+		if _, err := cas.Update(e, "a", incr, cas.Options{TTL: engine.NoTTL}); !errors.Is(err, engine.ErrClosed) {
+			t.Errorf("Update after Close = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// TestFnErrorsReturnedAsIs: an error from fn, ErrAbort wrapped or another,
+// comes back unchanged (the same value), and nothing is written.
+func TestFnErrorsReturnedAsIs(t *testing.T) {
+	e, _ := newEngine(t)
+	e.Set("k", []byte("1"))
+	wrapped := fmt.Errorf("no funds: %w", cas.ErrAbort)
+	other := errors.New("mine")
+	for _, want := range []error{cas.ErrAbort, wrapped, other} {
+		_, err := cas.Update(e, "k", func([]byte, bool) ([]byte, error) { return []byte("x"), want }, cas.Options{TTL: engine.NoTTL})
+		if err != want {
+			t.Errorf("Update returned %v, want %v itself", err, want)
+		}
+		err = cas.Transact(e, cas.Options{}, func(tx *cas.Txn) error { tx.Set("k", []byte("x")); return want })
+		if err != want {
+			t.Errorf("Transact returned %v, want %v itself", err, want)
+		}
+	}
+	if v, _ := e.Get("k"); string(v) != "1" {
+		t.Errorf("k = %q, want \"1\"", v)
+	}
+	if !cas.IsConflict(fmt.Errorf("x: %w", cas.ErrConflict)) || cas.IsConflict(nil) || cas.IsConflict(cas.ErrAbort) {
+		t.Error("IsConflict misclassifies")
+	}
+	for _, err := range []error{cas.ErrConflict, cas.ErrAbort} {
+		if !strings.HasPrefix(err.Error(), "tide: ") {
+			t.Errorf("%q lacks the \"tide: \" prefix", err)
+		}
+	}
+}
+
+// TestUpdateSeesWhatItKeeps: old is a copy fn may keep and change; the
+// TTL a created key gets and the TTL an existing one keeps.
+func TestUpdateSeesWhatItKeeps(t *testing.T) {
+	e, clk := newEngine(t)
+	e.SetTTL("k", []byte("abc"), time.Minute)
+	var kept []byte
+	res, err := cas.Update(e, "k", func(old []byte, exists bool) ([]byte, error) {
+		kept = old
+		old[0] = 'X' // a copy: the engine's value must not change
+		return []byte("new"), nil
+	}, cas.Options{TTL: time.Hour})
+	if err != nil || string(res.Value) != "new" {
+		t.Fatalf("Update = %+v, %v", res, err)
+	}
+	it, _ := e.GetItem("k")
+	if string(it.Value) != "new" || it.Version != res.Version || it.TTL != time.Minute {
+		t.Errorf("stored %+v, want new at version %d, TTL 1m kept", it, res.Version)
+	}
+	e.Set("k", []byte("zzz"))
+	if string(kept) != "Xbc" {
+		t.Errorf("kept old = %q, want \"Xbc\" (untouched by later writes)", kept)
+	}
+	// Expired between the read and the write: created again with o.TTL.
+	e.SetTTL("k", []byte("1"), time.Second)
+	res, err = cas.Update(e, "k", func(old []byte, exists bool) ([]byte, error) {
+		if exists {
+			clk.Advance(time.Second) // the key is due when Update writes
+		}
+		return incr(old, exists)
+	}, cas.Options{TTL: time.Hour})
+	if it, _ := e.GetItem("k"); err != nil || string(it.Value) != "1" || it.TTL != time.Hour {
+		t.Errorf("Update across expiry = %+v, %v; stored %+v, want \"1\" with TTL 1h", res, err, it)
+	}
+}
