@@ -313,37 +313,39 @@ func (m *Map[V]) CompareAndDelete(key string, version uint64) (deleted bool) {
 	return m.e.CompareAndDelete(m.key(key), version)
 }
 
-// GetAndDelete removes key and returns the value it had. A value that does
-// not decode is not removed: the error wraps ErrDecode and loaded is true.
-// It reads, decodes and then deletes by version, retrying if the key
-// changed in between, so the value returned is exactly the one removed;
-// after cas.DefaultAttempts lost races it gives up with cas.ErrConflict.
+// GetAndDelete removes key and returns the value it had; a miss returns
+// the zero V. A value that does not decode is not removed: the error
+// wraps ErrDecode and loaded is true. It reads, decodes and then deletes
+// by version, retrying if the key changed in between, so the value
+// returned is exactly the one removed; after cas.DefaultAttempts lost
+// races it gives up with cas.ErrConflict.
 // A delete the engine refuses (its log record could not be written:
 // engine.ErrLogWrite or ErrLogFailed; or ErrClosed, the engine closed in
 // between) returns the engine's error, with the key unchanged.
 func (m *Map[V]) GetAndDelete(key string) (v V, loaded bool, err error) {
 	k := m.key(key)
+	var zero V
 	for range cas.DefaultAttempts {
 		it, ok := m.e.GetItem(k)
 		if !ok {
-			return v, false, nil
+			// Not v: a value read on an earlier attempt was removed by
+			// someone else, who returned it.
+			return zero, false, nil
 		}
-		v, err = m.decode(key, it.Value)
+		v, err := m.decode(key, it.Value)
 		if err != nil {
-			return v, true, err
+			return zero, true, err
 		}
 		// DeleteWith, not CompareAndDelete: a delete the engine refuses
 		// (its log record could not be written) is an error to report,
 		// not a lost race to retry and then blame on contention.
 		_, deleted, err := m.e.DeleteWith(k, engine.DeleteOptions{IfVersion: it.Version})
 		if err != nil {
-			var zero V
 			return zero, false, err
 		}
 		if deleted {
 			return v, true, nil
 		}
 	}
-	var zero V
 	return zero, false, cas.ErrConflict
 }
