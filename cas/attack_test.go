@@ -176,3 +176,61 @@ func TestUpdateSeesWhatItKeeps(t *testing.T) {
 		t.Errorf("Update across expiry = %+v, %v; stored %+v, want \"1\" with TTL 1h", res, err, it)
 	}
 }
+
+// TestTxnWatchRules pins which version a Txn checks for each key: the one
+// first read or watched (a later Get or Watch does not refresh it), and
+// none for a key the Txn wrote before reading it (its reads come from the
+// buffer, and the commit overwrites the key whatever happened to it).
+func TestTxnWatchRules(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(e *engine.Engine, tx *cas.Txn)
+		want bool
+	}{
+		{"Get, changed, Get again", func(e *engine.Engine, tx *cas.Txn) {
+			tx.Get("a")
+			e.Set("a", []byte("x"))
+			if v, _ := tx.Get("a"); string(v) != "x" {
+				t.Errorf("second Get = %q, want the current \"x\"", v)
+			}
+		}, false},
+		{"Get, changed, Watch", func(e *engine.Engine, tx *cas.Txn) {
+			tx.Get("a")
+			e.Set("a", []byte("x"))
+			tx.Watch("a")
+		}, false},
+		{"Watch missing, created", func(e *engine.Engine, tx *cas.Txn) {
+			tx.Watch("new")
+			e.Set("new", []byte("x"))
+		}, false},
+		{"Watch, TTL changed only", func(e *engine.Engine, tx *cas.Txn) {
+			tx.Watch("a")
+			e.Expire("a", time.Hour, engine.ExpireConditionAlways)
+		}, true},
+		{"Set then Get, changed", func(e *engine.Engine, tx *cas.Txn) {
+			tx.Set("a", []byte("mine"))
+			if v, ok := tx.Get("a"); string(v) != "mine" || !ok {
+				t.Errorf("Get of a buffered write = %q, %v", v, ok)
+			}
+			e.Set("a", []byte("x"))
+		}, true},
+		{"Delete then Get, changed", func(e *engine.Engine, tx *cas.Txn) {
+			tx.Delete("a")
+			tx.Get("a")
+			e.Set("a", []byte("x"))
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := newEngine(t)
+			e.Set("a", []byte("1"))
+			tx := cas.Begin(e)
+			tt.run(e, tx)
+			tx.Set("b", []byte("done"))
+			ok, err := tx.Commit()
+			if ok != tt.want || err != nil {
+				t.Errorf("Commit = %v, %v; want %v, nil", ok, err, tt.want)
+			}
+		})
+	}
+}

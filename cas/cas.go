@@ -130,8 +130,11 @@ func (t *Txn) watch(key string, version uint64) {
 	}
 }
 
-// Get reads key (seeing the transaction's own buffered writes) and watches
-// it: the commit fails if the key changes before it.
+// Get reads key and watches it: the commit fails if the key changes
+// after the transaction first read or watched it (a later Get returns the
+// current value but keeps that first version). A key the transaction has
+// already written is read from its buffer and not watched: the commit
+// overwrites (or deletes) it whatever happened to it meanwhile.
 func (t *Txn) Get(key string) ([]byte, bool) {
 	if i, ok := t.idx[key]; ok {
 		op := t.ops[i]
@@ -145,7 +148,8 @@ func (t *Txn) Get(key string) ([]byte, bool) {
 	return it.Value, ok
 }
 
-// Watch records key's current version without returning the value.
+// Watch records each key's current version without returning the value,
+// as Get does: a key already read or watched keeps its first version.
 func (t *Txn) Watch(keys ...string) {
 	for _, k := range keys {
 		if _, ok := t.watched[k]; ok {
