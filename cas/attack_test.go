@@ -234,3 +234,46 @@ func TestTxnWatchRules(t *testing.T) {
 		})
 	}
 }
+
+// TestNegativeAttemptsRefused: Attempts bounds the tries, and 0 means
+// DefaultAttempts; a negative count (say, retries left computed as
+// budget - used after the budget ran out) is not "the default, 64 more
+// tries" but an error wrapping engine.ErrInvalidOptions, before fn runs,
+// with nothing written, as a TTL computed as 0 is ErrInvalidTTL and not
+// "forever".
+func TestNegativeAttemptsRefused(t *testing.T) {
+	e, _ := newEngine(t)
+	e.Set("k", []byte("1"))
+	for _, n := range []int{-1, math.MinInt} {
+		called := false
+		_, err := cas.Update(e, "k", func(old []byte, exists bool) ([]byte, error) {
+			called = true
+			return incr(old, exists)
+		}, cas.Options{Attempts: n, TTL: engine.NoTTL})
+		if !errors.Is(err, engine.ErrInvalidOptions) || called {
+			t.Errorf("Update with Attempts %d: got (%v, fn called %v), want ErrInvalidOptions before fn", n, err, called)
+		}
+		called = false
+		err = cas.Transact(e, cas.Options{Attempts: n}, func(tx *cas.Txn) error {
+			called = true
+			tx.Set("k", []byte("x"))
+			return nil
+		})
+		if !errors.Is(err, engine.ErrInvalidOptions) || called {
+			t.Errorf("Transact with Attempts %d: got (%v, fn called %v), want ErrInvalidOptions before fn", n, err, called)
+		}
+	}
+	if v, _ := e.Get("k"); string(v) != "1" {
+		t.Errorf("k = %q, want \"1\"", v)
+	}
+	// 0 is the default, 1 is one try.
+	calls := 0
+	_, err := cas.Update(e, "k", func([]byte, bool) ([]byte, error) {
+		calls++
+		e.Set("k", []byte("other"))
+		return []byte("mine"), nil
+	}, cas.Options{TTL: engine.NoTTL})
+	if !errors.Is(err, cas.ErrConflict) || calls != cas.DefaultAttempts {
+		t.Errorf("Update with Attempts 0: %v after %d calls, want ErrConflict after %d", err, calls, cas.DefaultAttempts)
+	}
+}

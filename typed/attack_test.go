@@ -369,6 +369,9 @@ func TestTTLEdges(t *testing.T) {
 			t.Errorf("Update(create, TTL %v) created the key", ttl)
 		}
 	}
+	if _, _, err := m.Update("k", func(string, bool) (string, error) { return "u", nil }, cas.Options{Attempts: -1, TTL: engine.NoTTL}); !errors.Is(err, engine.ErrInvalidOptions) {
+		t.Errorf("Update(Attempts -1) = %v, want ErrInvalidOptions", err)
+	}
 	if it, _, _ := m.GetItem("k"); it.Value != "v" || it.Version != v1 || it.TTL != time.Minute {
 		t.Errorf("after refused calls: %+v, want v at version %d, TTL 1m", it, v1)
 	}

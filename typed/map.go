@@ -222,7 +222,8 @@ func (m *Map[V]) CompareAndSwap(key string, old uint64, v V) (version uint64, sw
 // Update atomically replaces key's value with fn(old), retrying when the key
 // changes between the read and the write (see cas.Update, whose Options it
 // takes: attempts, TTL on create or on every write; o.TTL must be positive
-// or engine.NoTTL, else engine.ErrInvalidTTL before fn runs):
+// or engine.NoTTL, else engine.ErrInvalidTTL before fn runs; a negative
+// o.Attempts is engine.ErrInvalidOptions):
 //
 //	for attempt := 0; attempt < attempts; attempt++ {
 //		old, exists := get(key)
