@@ -383,3 +383,27 @@ func TestTTLEdges(t *testing.T) {
 		t.Errorf("1ns key after 1ns: %v, %v; want a miss", ok, err)
 	}
 }
+
+// TestPrefixesMustNotNest pins what the package doc says of prefixes: a
+// key is the prefix and the Map's key joined, so a Map whose prefix begins
+// with another Map's prefix shares keys with it ("user" + ":1" is
+// "user:" + "1"), and a Map without prefix sees every key; prefixes keep
+// Maps apart only if none begins with another.
+func TestPrefixesMustNotNest(t *testing.T) {
+	e, _ := newEngine(t)
+	outer := newMap(t, e, typed.Config[string]{Prefix: "user"})
+	inner := newMap(t, e, typed.Config[string]{Prefix: "user:"})
+	all := newMap(t, e, typed.Config[string]{})
+	if _, err := inner.Set("1", "ada"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		m    *typed.Map[string]
+		key  string
+	}{{"nesting prefix", outer, ":1"}, {"no prefix", all, "user:1"}} {
+		if v, ok, err := tt.m.Get(tt.key); v != "ada" || !ok || err != nil {
+			t.Errorf("%s: Get(%q) = %q, %v, %v; want the other Map's \"ada\"", tt.name, tt.key, v, ok, err)
+		}
+	}
+}

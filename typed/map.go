@@ -18,16 +18,21 @@
 // # Keys
 //
 // Config.Prefix is prepended to every key, so that maps of different value
-// types can share an engine without reading each other's values. The engine
-// sees (and limits) the prefixed key.
+// types can share an engine without reading each other's values, as long
+// as no Map's prefix begins with another Map's prefix: the engine key is
+// the two joined, so Prefix "user" with key ":1" is Prefix "user:" with
+// key "1", and a Map without a prefix sees every key. The engine sees (and
+// limits) the prefixed key.
 //
 // # Cost
 //
-// A Map adds its codec's cost to the engine's: Get decodes from a pooled
-// buffer (no copy of the stored bytes), Set encodes into a pooled buffer
-// that the engine copies (a codec that returns its own slice, as JSON's
-// does, costs that slice). A Prefix costs one key allocation per call. The
-// package benchmarks measure the difference from the byte API.
+// A Map adds its codec's cost to the engine's: Get copies the stored
+// bytes into a pooled buffer and decodes from it (no allocation for them;
+// GetItem, GetAndExpire, GetAndDelete and Update decode a fresh copy), Set
+// encodes into a pooled buffer that the engine copies (a codec that returns
+// its own slice, as JSON's does, costs that slice). A Prefix costs one key
+// allocation per call. The package benchmarks measure the difference from
+// the byte API.
 package typed
 
 import (
