@@ -407,3 +407,77 @@ func TestPrefixesMustNotNest(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateAndGetAndDeleteConserve: incrementers (Update) and drainers
+// (GetAndDelete) race on one counter; every increment ends up either in a
+// value some drainer removed or in the final value, exactly once.
+func TestUpdateAndGetAndDeleteConserve(t *testing.T) {
+	e, _ := newEngine(t)
+	m := newMap(t, e, typed.Config[int]{})
+	const incs, drains, each = 4, 2, 250
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	drained := 0
+	for range incs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				_, _, err := m.Update("n", func(old int, _ bool) (int, error) { return old + 1, nil }, cas.Options{Attempts: 1 << 20, TTL: engine.NoTTL})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for range drains {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				v, ok, err := m.GetAndDelete("n")
+				if err != nil && !errors.Is(err, cas.ErrConflict) {
+					t.Error(err)
+					return
+				}
+				if !ok && v != 0 {
+					t.Errorf("a miss returned %d", v)
+				}
+				mu.Lock()
+				drained += v
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	last, _, _ := m.Get("n")
+	if got := drained + last; got != incs*each {
+		t.Errorf("drained %d + left %d = %d, want %d increments", drained, last, got, incs*each)
+	}
+}
+
+// stamped embeds time.Time, whose pointer's MarshalBinary and
+// UnmarshalBinary it gets by promotion.
+type stamped struct {
+	time.Time
+	Name string
+}
+
+// TestDefaultCodecPromotedMethods pins what the package doc warns of: a
+// struct that embeds a type with binary methods has them, so the default
+// codec is Binary and stores the embedded field alone; Name is not kept.
+// A Config.Codec (JSON would not help either: time.Time's MarshalJSON is
+// promoted too) is the way out.
+func TestDefaultCodecPromotedMethods(t *testing.T) {
+	e, _ := newEngine(t)
+	m := newMap(t, e, typed.Config[stamped]{})
+	at := time.Unix(5, 0).UTC()
+	if _, err := m.Set("k", stamped{Time: at, Name: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := m.Get("k")
+	if want := (stamped{Time: at}); got != want || !ok || err != nil {
+		t.Errorf("Get = %+v, %v, %v; want %+v (Name dropped by time.Time's promoted MarshalBinary)", got, ok, err, want)
+	}
+}

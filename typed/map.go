@@ -12,8 +12,11 @@
 // Config.Codec chooses the encoding. Without one a Map stores a string or
 // a []byte as is, a type whose pointer has MarshalBinary and UnmarshalBinary
 // through those methods (Binary), and any other type as JSON (JSON). A
-// value the codec cannot decode is an error wrapping ErrDecode, never a
-// miss, and is left in place.
+// struct that embeds such a type (time.Time, say) has its methods by
+// promotion, so it is stored as the embedded field alone, its other fields
+// dropped (encoding/json does the same with a promoted MarshalJSON): give
+// it a Codec. A value the codec cannot decode is an error wrapping
+// ErrDecode, never a miss, and is left in place.
 //
 // # Keys
 //
