@@ -28,7 +28,9 @@ const DefaultAttempts = 64
 // TTL said on purpose: its zero Options is engine.ErrInvalidTTL (see TTL).
 type Options struct {
 	// Attempts bounds the number of tries; after that the call fails with
-	// ErrConflict. 0 means DefaultAttempts.
+	// ErrConflict. 0 means DefaultAttempts. A negative count (retries
+	// left, computed after they ran out) is engine.ErrInvalidOptions,
+	// reported before fn runs: never DefaultAttempts more tries.
 	Attempts int
 	// TTL is, for Update, the TTL of a key it creates and, with ResetTTL,
 	// of every key it writes; without ResetTTL an existing key keeps its
@@ -45,11 +47,14 @@ type Options struct {
 	ResetTTL bool
 }
 
-func (o Options) attempts() int {
-	if o.Attempts <= 0 {
-		return DefaultAttempts
+func (o Options) attempts() (int, error) {
+	switch {
+	case o.Attempts < 0:
+		return 0, fmt.Errorf("%w: cas.Options.Attempts %d (want > 0, or 0 for DefaultAttempts)", engine.ErrInvalidOptions, o.Attempts)
+	case o.Attempts == 0:
+		return DefaultAttempts, nil
 	}
-	return o.Attempts
+	return o.Attempts, nil
 }
 
 // Result is what an Update committed.
@@ -71,15 +76,20 @@ type Result struct {
 // fn may run several times and must not have side effects; old is a copy it
 // may keep. A missing key is created (only if still missing) with o.TTL;
 // an existing one keeps its TTL unless o.ResetTTL. An o.TTL that is not
-// positive nor engine.NoTTL is engine.ErrInvalidTTL before fn runs. An error
-// from fn, such as ErrAbort, stops Update without writing and is returned.
+// positive nor engine.NoTTL is engine.ErrInvalidTTL, and a negative
+// o.Attempts engine.ErrInvalidOptions, before fn runs. An error from fn,
+// such as ErrAbort, stops Update without writing and is returned.
 // Engine errors (ErrTooLarge, ErrOutOfMemory, …) are returned as is.
 func Update(e *engine.Engine, key string, fn func(old []byte, exists bool) ([]byte, error), o Options) (Result, error) {
 	ttl := o.TTL
 	if ttl <= 0 && ttl != engine.NoTTL {
 		return Result{}, fmt.Errorf("%w: cas.Options.TTL %v (want > 0, or engine.NoTTL for no expiry)", engine.ErrInvalidTTL, ttl)
 	}
-	for range o.attempts() {
+	attempts, err := o.attempts()
+	if err != nil {
+		return Result{}, err
+	}
+	for range attempts {
 		it, exists := e.GetItem(key)
 		next, err := fn(it.Value, exists)
 		if err != nil {
@@ -130,8 +140,11 @@ func (t *Txn) watch(key string, version uint64) {
 	}
 }
 
-// Get reads key (seeing the transaction's own buffered writes) and watches
-// it: the commit fails if the key changes before it.
+// Get reads key and watches it: the commit fails if the key changes
+// after the transaction first read or watched it (a later Get returns the
+// current value but keeps that first version). A key the transaction has
+// already written is read from its buffer and not watched: the commit
+// overwrites (or deletes) it whatever happened to it meanwhile.
 func (t *Txn) Get(key string) ([]byte, bool) {
 	if i, ok := t.idx[key]; ok {
 		op := t.ops[i]
@@ -145,7 +158,8 @@ func (t *Txn) Get(key string) ([]byte, bool) {
 	return it.Value, ok
 }
 
-// Watch records key's current version without returning the value.
+// Watch records each key's current version without returning the value,
+// as Get does: a key already read or watched keeps its first version.
 func (t *Txn) Watch(keys ...string) {
 	for _, k := range keys {
 		if _, ok := t.watched[k]; ok {
@@ -197,11 +211,16 @@ func (t *Txn) Commit() (committed bool, err error) {
 }
 
 // Transact runs fn in a fresh transaction and commits it, retrying on
-// conflict up to o.Attempts times (then ErrConflict). fn may run several
-// times and must not have side effects outside the Txn. An error from fn
-// stops Transact without committing and is returned.
+// conflict up to o.Attempts times (then ErrConflict; a negative
+// o.Attempts is engine.ErrInvalidOptions before fn runs). fn may run
+// several times and must not have side effects outside the Txn. An error
+// from fn stops Transact without committing and is returned.
 func Transact(e *engine.Engine, o Options, fn func(*Txn) error) error {
-	for range o.attempts() {
+	attempts, err := o.attempts()
+	if err != nil {
+		return err
+	}
+	for range attempts {
 		t := Begin(e)
 		if err := fn(t); err != nil {
 			return err

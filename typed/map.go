@@ -12,22 +12,30 @@
 // Config.Codec chooses the encoding. Without one a Map stores a string or
 // a []byte as is, a type whose pointer has MarshalBinary and UnmarshalBinary
 // through those methods (Binary), and any other type as JSON (JSON). A
-// value the codec cannot decode is an error wrapping ErrDecode, never a
-// miss, and is left in place.
+// struct that embeds such a type (time.Time, say) has its methods by
+// promotion, so it is stored as the embedded field alone, its other fields
+// dropped (encoding/json does the same with a promoted MarshalJSON): give
+// it a Codec. A value the codec cannot decode is an error wrapping
+// ErrDecode, never a miss, and is left in place.
 //
 // # Keys
 //
 // Config.Prefix is prepended to every key, so that maps of different value
-// types can share an engine without reading each other's values. The engine
-// sees (and limits) the prefixed key.
+// types can share an engine without reading each other's values, as long
+// as no Map's prefix begins with another Map's prefix: the engine key is
+// the two joined, so Prefix "user" with key ":1" is Prefix "user:" with
+// key "1", and a Map without a prefix sees every key. The engine sees (and
+// limits) the prefixed key.
 //
 // # Cost
 //
-// A Map adds its codec's cost to the engine's: Get decodes from a pooled
-// buffer (no copy of the stored bytes), Set encodes into a pooled buffer
-// that the engine copies (a codec that returns its own slice, as JSON's
-// does, costs that slice). A Prefix costs one key allocation per call. The
-// package benchmarks measure the difference from the byte API.
+// A Map adds its codec's cost to the engine's: Get copies the stored
+// bytes into a pooled buffer and decodes from it (no allocation for them;
+// GetItem, GetAndExpire, GetAndDelete and Update decode a fresh copy), Set
+// encodes into a pooled buffer that the engine copies (a codec that returns
+// its own slice, as JSON's does, costs that slice). A Prefix costs one key
+// allocation per call. The package benchmarks measure the difference from
+// the byte API.
 package typed
 
 import (
@@ -222,7 +230,8 @@ func (m *Map[V]) CompareAndSwap(key string, old uint64, v V) (version uint64, sw
 // Update atomically replaces key's value with fn(old), retrying when the key
 // changes between the read and the write (see cas.Update, whose Options it
 // takes: attempts, TTL on create or on every write; o.TTL must be positive
-// or engine.NoTTL, else engine.ErrInvalidTTL before fn runs):
+// or engine.NoTTL, else engine.ErrInvalidTTL before fn runs; a negative
+// o.Attempts is engine.ErrInvalidOptions):
 //
 //	for attempt := 0; attempt < attempts; attempt++ {
 //		old, exists := get(key)
@@ -299,37 +308,53 @@ func (m *Map[V]) Persist(key string) (bool, error) {
 	return m.e.Persist(m.key(key))
 }
 
-// Delete removes key and reports whether it existed.
+// Delete removes key and reports whether it existed. As
+// engine.Engine.Delete, with a durability log a delete whose record cannot
+// be logged returns false and leaves the key.
 func (m *Map[V]) Delete(key string) (deleted bool) {
 	return m.e.Delete(m.key(key))
 }
 
 // CompareAndDelete removes key if its current version is version, and
-// reports whether it did.
+// reports whether it did (false, with the key left, also for a delete whose
+// log record cannot be written, as engine.Engine.CompareAndDelete).
 func (m *Map[V]) CompareAndDelete(key string, version uint64) (deleted bool) {
 	return m.e.CompareAndDelete(m.key(key), version)
 }
 
-// GetAndDelete removes key and returns the value it had. A value that does
-// not decode is not removed: the error wraps ErrDecode and loaded is true.
-// It reads, decodes and then deletes by version, retrying if the key
-// changed in between, so the value returned is exactly the one removed;
-// after cas.DefaultAttempts lost races it gives up with cas.ErrConflict.
+// GetAndDelete removes key and returns the value it had; a miss returns
+// the zero V. A value that does not decode is not removed: the error
+// wraps ErrDecode and loaded is true. It reads, decodes and then deletes
+// by version, retrying if the key changed in between, so the value
+// returned is exactly the one removed; after cas.DefaultAttempts lost
+// races it gives up with cas.ErrConflict.
+// A delete the engine refuses (its log record could not be written:
+// engine.ErrLogWrite or ErrLogFailed; or ErrClosed, the engine closed in
+// between) returns the engine's error, with the key unchanged.
 func (m *Map[V]) GetAndDelete(key string) (v V, loaded bool, err error) {
 	k := m.key(key)
+	var zero V
 	for range cas.DefaultAttempts {
 		it, ok := m.e.GetItem(k)
 		if !ok {
-			return v, false, nil
+			// Not v: a value read on an earlier attempt was removed by
+			// someone else, who returned it.
+			return zero, false, nil
 		}
-		v, err = m.decode(key, it.Value)
+		v, err := m.decode(key, it.Value)
 		if err != nil {
-			return v, true, err
+			return zero, true, err
 		}
-		if m.e.CompareAndDelete(k, it.Version) {
+		// DeleteWith, not CompareAndDelete: a delete the engine refuses
+		// (its log record could not be written) is an error to report,
+		// not a lost race to retry and then blame on contention.
+		_, deleted, err := m.e.DeleteWith(k, engine.DeleteOptions{IfVersion: it.Version})
+		if err != nil {
+			return zero, false, err
+		}
+		if deleted {
 			return v, true, nil
 		}
 	}
-	var zero V
 	return zero, false, cas.ErrConflict
 }
