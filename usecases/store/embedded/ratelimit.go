@@ -51,6 +51,12 @@ func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
 	cost := d.Cost * int64(d.Interval)
 	return optimistic(ctx, func() (bool, error) {
 		now := b.now()
+		if now > math.MaxInt64-burst {
+			// The bucket's horizon, now + Capacity×Interval, is past the
+			// clock's range (year 2262): parameters this backend cannot
+			// represent, not a corrupt state.
+			return false, fmt.Errorf("%w: token bucket capacity %d × interval %v ends past the clock's range", store.ErrInvalidArgument, d.Capacity, d.Interval)
+		}
 		it, ok := b.e.GetItem(d.Key)
 		tat := now
 		if ok {
