@@ -76,6 +76,9 @@ func (b *Backend) Now(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
+	if b.e.Closed() {
+		return time.Time{}, store.ErrClosed
+	}
 	return time.Unix(0, b.now()), nil
 }
 
@@ -147,9 +150,18 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 // version-checked write it won; it reports a lost race (false, nil), after
 // which the next attempt starts again from the read, yielding now and then,
 // until ctx is done. No engine lock is held between the read and the write.
-func optimistic(ctx context.Context, attempt func() (bool, error)) error {
+//
+// A closed engine answers reads with misses, so a decision that finished
+// on a closed engine may have decided on keys it could not see (a lease
+// reported free, a record absent): it is store.ErrClosed, like every call
+// on a closed engine (the store's "may or may not have happened" holds if
+// the engine closed just after a write).
+func (b *Backend) optimistic(ctx context.Context, attempt func() (bool, error)) error {
 	for i := 0; ; i++ {
 		done, err := attempt()
+		if err == nil && done && b.e.Closed() {
+			return store.ErrClosed
+		}
 		if err != nil || done {
 			return err
 		}

@@ -70,7 +70,7 @@ func decodeIdem(v []byte) (idemRecord, error) {
 
 func (b *Backend) idempotency(ctx context.Context, d *store.Idempotency) error {
 	d.Outcome, d.StoredResult, d.Holder, d.PrevOwner, d.LeaseLeft, d.TTL = store.IdemAbsent, nil, "", "", 0, 0
-	return optimistic(ctx, func() (bool, error) {
+	return b.optimistic(ctx, func() (bool, error) {
 		now := b.now()
 		if d.Op == store.IdemClaim && now > math.MaxInt64-int64(d.Retention) {
 			// Retention ≥ Lease: both deadlines would be past the clock's

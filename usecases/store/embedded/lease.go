@@ -32,7 +32,7 @@ func decodeLease(v []byte) (string, uint64, error) {
 }
 
 func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
-	return optimistic(ctx, func() (bool, error) {
+	return b.optimistic(ctx, func() (bool, error) {
 		d.OK, d.Current, d.Fence = false, store.LeaseInfo{}, 0
 		it, live := b.e.GetItem(d.Key)
 		if live {
