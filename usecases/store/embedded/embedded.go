@@ -22,6 +22,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -133,7 +134,17 @@ func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint
 		return false, nil
 	}
 	_, ok, err := b.e.DeleteWith(key, engine.DeleteOptions{IfVersion: version})
-	return ok, fromEngine(err)
+	return ok, deleteError(err)
+}
+
+// deleteError is fromEngine for a delete: an over-long key cannot exist,
+// so deleting one is a miss (false, nil), as Get's is and as Redis's is,
+// not ErrKeyTooLarge (store.ErrKeyTooLarge's doc).
+func deleteError(err error) error {
+	if errors.Is(err, engine.ErrKeyTooLarge) {
+		return nil
+	}
+	return fromEngine(err)
 }
 
 // Delete implements store.Backend.
@@ -142,7 +153,7 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 		return false, err
 	}
 	_, ok, err := b.e.DeleteWith(key, engine.DeleteOptions{IfVersion: engine.AnyVersion})
-	return ok, fromEngine(err)
+	return ok, deleteError(err)
 }
 
 // optimistic runs attempt until the decision is made. An attempt reads

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -194,6 +195,31 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		}
 		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfAbsent: true, TTL: store.NoTTL}); !ok {
 			t.Fatal("set-if-absent on an expired key failed")
+		}
+	})
+	t.Run("OverlongKey", func(t *testing.T) {
+		// A key longer than the backend accepts cannot exist: a write of
+		// it is ErrKeyTooLarge with nothing written, and a primitive that
+		// only reads or deletes reports a miss, as for any absent key
+		// (both backends' default limit is 64 KiB).
+		f := newFixture(t)
+		b := f.Backend
+		long := strings.Repeat("k", 64<<10+1)
+		_, ok, err := b.Set(ctx, long, []byte("v"), store.SetOptions{TTL: store.NoTTL})
+		if err == nil {
+			t.Skipf("the backend accepts keys of %d bytes", len(long))
+		}
+		if ok || !errors.Is(err, store.ErrKeyTooLarge) {
+			t.Fatalf("Set of a %d-byte key: got (ok %v, %v), want ErrKeyTooLarge", len(long), ok, err)
+		}
+		if _, found, err := b.Get(ctx, long); found || err != nil {
+			t.Errorf("Get of an over-long key: got (%v, %v), want (false, nil)", found, err)
+		}
+		if d, err := b.Delete(ctx, long); d || err != nil {
+			t.Errorf("Delete of an over-long key: got (%v, %v), want (false, nil)", d, err)
+		}
+		if d, err := b.CompareAndDelete(ctx, long, 1); d || err != nil {
+			t.Errorf("CompareAndDelete of an over-long key: got (%v, %v), want (false, nil)", d, err)
 		}
 	})
 	t.Run("Errors", func(t *testing.T) {
