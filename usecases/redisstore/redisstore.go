@@ -58,6 +58,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -299,7 +300,20 @@ func msArg(d time.Duration) string { return strconv.FormatInt(ceilDiv(d, time.Mi
 func usArg(d time.Duration) string { return strconv.FormatInt(ceilDiv(d, time.Microsecond), 10) }
 
 // us converts a script's microseconds to a Duration.
-func us(v any) time.Duration { return time.Duration(asInt(v)) * time.Microsecond }
+func us(v any) time.Duration { return scale(asInt(v), time.Microsecond) }
+
+// ms converts a PTTL's milliseconds to a Duration.
+func ms(p int64) time.Duration { return scale(p, time.Millisecond) }
+
+// scale returns n units, saturating at the longest Duration: a TTL of up
+// to math.MaxInt64 ns, rounded up to whole milliseconds by msArg, is more
+// than a Duration holds, and must not wrap to a negative one.
+func scale(n int64, unit time.Duration) time.Duration {
+	if n > math.MaxInt64/int64(unit) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * unit
+}
 
 func asInt(v any) int64 {
 	switch x := v.(type) {
@@ -374,7 +388,7 @@ func (b *Backend) Get(ctx context.Context, key string) (store.Item, bool, error)
 	}
 	it := store.Item{Value: []byte(asString(r[0])), Version: asUint(r[1]), TTL: store.NoTTL}
 	if p := asInt(r[2]); p >= 0 {
-		it.TTL = time.Duration(p) * time.Millisecond
+		it.TTL = ms(p)
 	}
 	return it, true, nil
 }

@@ -17,7 +17,10 @@ var (
 	ErrInvalidTTL = kverr.ErrInvalidTTL
 	// ErrInvalidOptions reports contradictory SetOptions.
 	ErrInvalidOptions = kverr.ErrInvalidOptions
-	// ErrKeyTooLarge reports a key longer than the backend accepts.
+	// ErrKeyTooLarge reports a key longer than the backend accepts, given
+	// to Set or to a decision that would write it. Such a key cannot
+	// exist: Get, Delete and CompareAndDelete of it report a miss (false,
+	// nil).
 	ErrKeyTooLarge = kverr.ErrKeyTooLarge
 	// ErrTooLarge reports a value that can never fit.
 	ErrTooLarge = kverr.ErrTooLarge

@@ -11,10 +11,18 @@
 //
 // Time comes from the engine's clock (Engine.Clock), or from the clock
 // given in Config, which must then be the same one.
+//
+// Limits (store's "each backend documents its limits"): deadlines are
+// int64 nanoseconds since 1970, which end in 2262. A TTL, window, lease,
+// retention or token bucket horizon (Capacity × Interval) that would end
+// past that is store.ErrInvalidArgument (for a TTL, also
+// store.ErrInvalidTTL), with nothing changed. Every duration up to
+// store.MaxTTL is accepted.
 package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -68,6 +76,9 @@ func (b *Backend) now() int64 { return b.clk.Now() }
 func (b *Backend) Now(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
+	}
+	if b.e.Closed() {
+		return time.Time{}, store.ErrClosed
 	}
 	return time.Unix(0, b.now()), nil
 }
@@ -123,7 +134,17 @@ func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint
 		return false, nil
 	}
 	_, ok, err := b.e.DeleteWith(key, engine.DeleteOptions{IfVersion: version})
-	return ok, fromEngine(err)
+	return ok, deleteError(err)
+}
+
+// deleteError is fromEngine for a delete: an over-long key cannot exist,
+// so deleting one is a miss (false, nil), as Get's is and as Redis's is,
+// not ErrKeyTooLarge (store.ErrKeyTooLarge's doc).
+func deleteError(err error) error {
+	if errors.Is(err, engine.ErrKeyTooLarge) {
+		return nil
+	}
+	return fromEngine(err)
 }
 
 // Delete implements store.Backend.
@@ -132,7 +153,7 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 		return false, err
 	}
 	_, ok, err := b.e.DeleteWith(key, engine.DeleteOptions{IfVersion: engine.AnyVersion})
-	return ok, fromEngine(err)
+	return ok, deleteError(err)
 }
 
 // optimistic runs attempt until the decision is made. An attempt reads
@@ -140,9 +161,18 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 // version-checked write it won; it reports a lost race (false, nil), after
 // which the next attempt starts again from the read, yielding now and then,
 // until ctx is done. No engine lock is held between the read and the write.
-func optimistic(ctx context.Context, attempt func() (bool, error)) error {
+//
+// A closed engine answers reads with misses, so a decision that finished
+// on a closed engine may have decided on keys it could not see (a lease
+// reported free, a record absent): it is store.ErrClosed, like every call
+// on a closed engine (the store's "may or may not have happened" holds if
+// the engine closed just after a write).
+func (b *Backend) optimistic(ctx context.Context, attempt func() (bool, error)) error {
 	for i := 0; ; i++ {
 		done, err := attempt()
+		if err == nil && done && b.e.Closed() {
+			return store.ErrClosed
+		}
 		if err != nil || done {
 			return err
 		}

@@ -76,3 +76,60 @@ func TestGetAfterCloseIsErrClosed(t *testing.T) {
 		t.Fatalf("Get after Close: got %v want ErrClosed", err)
 	}
 }
+
+// TestClosedIsErrClosed checks that every call on a backend whose engine is
+// closed reports store.ErrClosed, never an answer: a decision that writes
+// nothing (an inspect, a peek, a refused condition) must not read the
+// closed engine's misses as "no lease", "no record", "allowed".
+func TestClosedIsErrClosed(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	ctx := context.Background()
+	// State the calls below would report if the engine still answered.
+	if _, _, err := b.Set(ctx, "k", []byte("v"), store.SetOptions{TTL: store.NoTTL}); err != nil {
+		t.Fatal(err)
+	}
+	ld := &store.Lease{Op: store.LeaseAcquire, Key: "lease:{l}", FenceKey: "lease:{l}:fence", Holder: "A", TTL: time.Minute}
+	if err := b.Lease(ctx, ld); err != nil || !ld.OK {
+		t.Fatalf("acquire: got (%v, %v), want ok", ld.OK, err)
+	}
+	b.Engine().Close()
+	lease := func(op store.LeaseOp) error {
+		return b.Lease(ctx, &store.Lease{Op: op, Key: "lease:{l}", FenceKey: "lease:{l}:fence", Holder: "A", Token: ld.Current.Token, TTL: time.Minute})
+	}
+	idem := func(op store.IdemOp) error {
+		return b.Idempotency(ctx, &store.Idempotency{Op: op, Key: "{i}", Owner: "A", Lease: time.Minute, Retention: time.Hour})
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"Now", second(b.Now(ctx))},
+		{"Get", third(b.Get(ctx, "k"))},
+		{"Set", third(b.Set(ctx, "k", nil, store.SetOptions{TTL: store.NoTTL}))},
+		{"Delete", second(b.Delete(ctx, "k"))},
+		{"CompareAndDelete", second(b.CompareAndDelete(ctx, "k", 1))},
+		{"TokenBucket peek", b.TokenBucket(ctx, &store.TokenBucket{Key: "{tb}", Capacity: 1, Interval: time.Second})},
+		{"TokenBucket", b.TokenBucket(ctx, &store.TokenBucket{Key: "{tb}", Capacity: 1, Interval: time.Second, Cost: 1})},
+		{"FixedWindow peek", b.FixedWindow(ctx, &store.FixedWindow{Key: "{fw}", Limit: 1, Window: time.Second})},
+		{"FixedWindow", b.FixedWindow(ctx, &store.FixedWindow{Key: "{fw}", Limit: 1, Window: time.Second, Cost: 1})},
+		{"SlidingWindow peek", b.SlidingWindow(ctx, &store.SlidingWindow{Key: "{sw}", Limit: 1, Window: time.Second})},
+		{"SlidingWindow", b.SlidingWindow(ctx, &store.SlidingWindow{Key: "{sw}", Limit: 1, Window: time.Second, Cost: 1})},
+		{"Idempotency claim", idem(store.IdemClaim)},
+		{"Idempotency complete", idem(store.IdemComplete)},
+		{"Idempotency release", idem(store.IdemRelease)},
+		{"Idempotency inspect", idem(store.IdemInspect)},
+		{"Lease acquire", lease(store.LeaseAcquire)},
+		{"Lease renew", lease(store.LeaseRenew)},
+		{"Lease release", lease(store.LeaseRelease)},
+		{"Lease inspect", lease(store.LeaseInspect)},
+		{"FlagWrite create", b.FlagWrite(ctx, &store.FlagWrite{Key: "{f}", AuditKey: "{f}:audit"})},
+		{"FlagWrite update", b.FlagWrite(ctx, &store.FlagWrite{Key: "{f}", IfVersion: 7, AuditKey: "{f}:audit"})},
+	} {
+		if !errors.Is(c.err, store.ErrClosed) {
+			t.Errorf("%s on a closed engine: got %v, want ErrClosed", c.name, c.err)
+		}
+	}
+}
+
+func second[A any](_ A, err error) error        { return err }
+func third[A, B any](_ A, _ B, err error) error { return err }

@@ -9,7 +9,7 @@ import (
 
 func (b *Backend) flagWrite(ctx context.Context, d *store.FlagWrite) error {
 	d.OK, d.Version, d.Current = false, 0, 0
-	return optimistic(ctx, func() (bool, error) {
+	return b.optimistic(ctx, func() (bool, error) {
 		var cur uint64
 		if it, ok := b.e.GetItem(d.Key); ok {
 			cur = it.Version

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tidekv/tide/engine"
@@ -69,8 +70,15 @@ func decodeIdem(v []byte) (idemRecord, error) {
 
 func (b *Backend) idempotency(ctx context.Context, d *store.Idempotency) error {
 	d.Outcome, d.StoredResult, d.Holder, d.PrevOwner, d.LeaseLeft, d.TTL = store.IdemAbsent, nil, "", "", 0, 0
-	return optimistic(ctx, func() (bool, error) {
+	return b.optimistic(ctx, func() (bool, error) {
 		now := b.now()
+		if d.Op == store.IdemClaim && now > math.MaxInt64-int64(d.Retention) {
+			// Retention ≥ Lease: both deadlines would be past the clock's
+			// range. Refused whatever the record's state, before a
+			// recovery could store a lease deadline that wrapped around
+			// (already lapsed: the next claim would take over at once).
+			return false, fmt.Errorf("%w: idempotency retention %v ends past the clock's range", store.ErrInvalidArgument, d.Retention)
+		}
 		it, ok := b.e.GetItem(d.Key)
 		var r idemRecord
 		if ok {

@@ -11,20 +11,28 @@ import (
 	"github.com/tidekv/tide/usecases/store"
 )
 
+// kindLease starts every lease record, so that a key holding another
+// kind's state (a limiter's, an idempotency record, a value Set wrote) is
+// ErrCorrupt, never read as a lease (ratelimit.go's kinds are 't', 'f',
+// 's'; an idempotency record starts with its state, 1 or 2).
+const kindLease = 'l'
+
+// encodeLease encodes a lease record: kindLease, the token (8 bytes, big
+// endian), the holder.
 func encodeLease(holder string, token uint64) []byte {
-	buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(holder)), token)
+	buf := binary.BigEndian.AppendUint64(append(make([]byte, 0, 9+len(holder)), kindLease), token)
 	return append(buf, holder...)
 }
 
 func decodeLease(v []byte) (string, uint64, error) {
-	if len(v) < 8 {
-		return "", 0, fmt.Errorf("%w: lease record", store.ErrCorrupt)
+	if len(v) < 9 || v[0] != kindLease {
+		return "", 0, fmt.Errorf("%w: key does not hold a lease record", store.ErrCorrupt)
 	}
-	return string(v[8:]), binary.BigEndian.Uint64(v), nil
+	return string(v[9:]), binary.BigEndian.Uint64(v[1:]), nil
 }
 
 func (b *Backend) lease(ctx context.Context, d *store.Lease) error {
-	return optimistic(ctx, func() (bool, error) {
+	return b.optimistic(ctx, func() (bool, error) {
 		d.OK, d.Current, d.Fence = false, store.LeaseInfo{}, 0
 		it, live := b.e.GetItem(d.Key)
 		if live {

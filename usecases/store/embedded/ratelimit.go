@@ -49,8 +49,14 @@ func parseInt(b []byte) (int64, error) {
 func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
 	burst := d.Capacity * int64(d.Interval)
 	cost := d.Cost * int64(d.Interval)
-	return optimistic(ctx, func() (bool, error) {
+	return b.optimistic(ctx, func() (bool, error) {
 		now := b.now()
+		if now > math.MaxInt64-burst {
+			// The bucket's horizon, now + Capacity×Interval, is past the
+			// clock's range (year 2262): parameters this backend cannot
+			// represent, not a corrupt state.
+			return false, fmt.Errorf("%w: token bucket capacity %d × interval %v ends past the clock's range", store.ErrInvalidArgument, d.Capacity, d.Interval)
+		}
 		it, ok := b.e.GetItem(d.Key)
 		tat := now
 		if ok {
@@ -86,7 +92,7 @@ func (b *Backend) tokenBucket(ctx context.Context, d *store.TokenBucket) error {
 }
 
 func (b *Backend) fixedWindow(ctx context.Context, d *store.FixedWindow) error {
-	return optimistic(ctx, func() (bool, error) {
+	return b.optimistic(ctx, func() (bool, error) {
 		it, ok := b.e.GetItem(d.Key)
 		var n int64
 		ttl := d.Window
@@ -137,7 +143,7 @@ func decodeLog(v []byte) ([]int64, error) {
 
 func (b *Backend) slidingWindow(ctx context.Context, d *store.SlidingWindow) error {
 	w := int64(d.Window)
-	return optimistic(ctx, func() (bool, error) {
+	return b.optimistic(ctx, func() (bool, error) {
 		now := b.now()
 		it, ok := b.e.GetItem(d.Key)
 		var log []int64

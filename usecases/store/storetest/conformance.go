@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,6 +195,31 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		}
 		if _, ok, _ := b.Set(ctx, "k", []byte("b"), store.SetOptions{IfAbsent: true, TTL: store.NoTTL}); !ok {
 			t.Fatal("set-if-absent on an expired key failed")
+		}
+	})
+	t.Run("OverlongKey", func(t *testing.T) {
+		// A key longer than the backend accepts cannot exist: a write of
+		// it is ErrKeyTooLarge with nothing written, and a primitive that
+		// only reads or deletes reports a miss, as for any absent key
+		// (both backends' default limit is 64 KiB).
+		f := newFixture(t)
+		b := f.Backend
+		long := strings.Repeat("k", 64<<10+1)
+		_, ok, err := b.Set(ctx, long, []byte("v"), store.SetOptions{TTL: store.NoTTL})
+		if err == nil {
+			t.Skipf("the backend accepts keys of %d bytes", len(long))
+		}
+		if ok || !errors.Is(err, store.ErrKeyTooLarge) {
+			t.Fatalf("Set of a %d-byte key: got (ok %v, %v), want ErrKeyTooLarge", len(long), ok, err)
+		}
+		if _, found, err := b.Get(ctx, long); found || err != nil {
+			t.Errorf("Get of an over-long key: got (%v, %v), want (false, nil)", found, err)
+		}
+		if d, err := b.Delete(ctx, long); d || err != nil {
+			t.Errorf("Delete of an over-long key: got (%v, %v), want (false, nil)", d, err)
+		}
+		if d, err := b.CompareAndDelete(ctx, long, 1); d || err != nil {
+			t.Errorf("CompareAndDelete of an over-long key: got (%v, %v), want (false, nil)", d, err)
 		}
 	})
 	t.Run("Errors", func(t *testing.T) {
@@ -442,6 +469,35 @@ func runIdempotency(t *testing.T, newFixture NewFunc) {
 		f.Advance(5*u + f.Slack)
 		if d := idem(t, b, store.IdemClaim, "C", "other", "", u); d.Outcome != store.IdemClaimed {
 			t.Fatalf("claim after retention: got %v, want claimed (retention is fixed, reads do not extend it)", d.Outcome)
+		}
+	})
+	t.Run("HugeLeaseRecovery", func(t *testing.T) {
+		// A claim that takes over a lapsed record with a lease far beyond
+		// MaxTTL: the backend may refuse it (ErrInvalidArgument, record
+		// unchanged) or grant it, but a granted lease must be live: a
+		// deadline that wrapped around would let the next claim take the
+		// record over at once, and two owners would execute.
+		f := newFixture(t)
+		needTime(t, f)
+		b, u := f.Backend, f.unit()
+		const huge = time.Duration(math.MaxInt64)
+		idem(t, b, store.IdemClaim, "A", "fp", "", u)
+		f.Advance(5*u + f.Slack)
+		d := &store.Idempotency{Op: store.IdemClaim, Key: "idem", Fingerprint: []byte("fp"), Owner: "B", Lease: huge, Retention: huge}
+		err := b.Idempotency(ctx, d)
+		switch {
+		case err != nil && !errors.Is(err, store.ErrInvalidArgument):
+			t.Fatalf("claim with a lease of MaxInt64: got %v, want success or ErrInvalidArgument", err)
+		case err != nil:
+			if in := idem(t, b, store.IdemInspect, "", "", "", u); in.Outcome != store.IdemInProgress || in.Holder != "A" {
+				t.Fatalf("a refused claim changed the record: got (%v, holder %q), want (in progress, \"A\")", in.Outcome, in.Holder)
+			}
+		case d.Outcome != store.IdemRecovered:
+			t.Fatalf("claim with a lease of MaxInt64: got %v, want recovered", d.Outcome)
+		default:
+			if c := idem(t, b, store.IdemClaim, "C", "fp", "", u); c.Outcome != store.IdemInProgress || c.Holder != "B" || c.LeaseLeft <= 0 {
+				t.Fatalf("claim during B's lease of MaxInt64: got (%v, holder %q, lease left %v), want (in progress, \"B\", > 0)", c.Outcome, c.Holder, c.LeaseLeft)
+			}
 		}
 	})
 	t.Run("Invalid", func(t *testing.T) {

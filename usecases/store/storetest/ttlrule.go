@@ -92,6 +92,7 @@ func runTTLRule(t *testing.T, newFixture NewFunc) {
 			t.Error("a key written with TTL 1ns never expired")
 		}
 	})
+	t.Run("HugeTTLs", func(t *testing.T) { runHugeTTLs(t, newFixture) })
 	t.Run("DecisionsRefuseZeroAndNegative", func(t *testing.T) {
 		f := newFixture(t)
 		b := f.Backend
@@ -151,4 +152,98 @@ func runTTLRule(t *testing.T, newFixture NewFunc) {
 			t.Errorf("the claimed record changed: got %v held by %q, ttl %v, want in progress by A with a TTL", ii.Outcome, ii.Holder, ii.TTL)
 		}
 	})
+}
+
+// runHugeTTLs checks durations far beyond MaxTTL (math.MaxInt64, whose
+// deadline overflows an int64 clock in nanoseconds): a backend may accept
+// them (the key then has a TTL, never none) or refuse them as parameters
+// its arithmetic cannot represent, with an error matching
+// ErrInvalidArgument (and, for Set, ErrInvalidTTL too) and nothing
+// changed; never another error, and never a wrapped deadline.
+func runHugeTTLs(t *testing.T, newFixture NewFunc) {
+	ctx := context.Background()
+	const huge = time.Duration(math.MaxInt64)
+	f := newFixture(t)
+	b := f.Backend
+	u := f.unit()
+	refused := func(name string, err error, ttlToo bool) bool {
+		t.Helper()
+		if err == nil {
+			return false
+		}
+		want := "ErrInvalidArgument"
+		if ttlToo {
+			want += " and ErrInvalidTTL"
+		}
+		if !errors.Is(err, store.ErrInvalidArgument) || (ttlToo && !errors.Is(err, store.ErrInvalidTTL)) {
+			t.Errorf("%s with a TTL of MaxInt64: got %v, want success or %s", name, err, want)
+		}
+		return true
+	}
+	for _, shape := range []struct {
+		name string
+		o    func(v uint64) store.SetOptions
+	}{
+		{"Set", func(uint64) store.SetOptions { return store.SetOptions{TTL: huge} }},
+		{"Set IfAbsent", func(uint64) store.SetOptions { return store.SetOptions{TTL: huge, IfAbsent: true} }},
+		{"Set IfVersion", func(v uint64) store.SetOptions { return store.SetOptions{TTL: huge, IfVersion: v} }},
+	} {
+		key := "{" + shape.name + "}"
+		var v uint64
+		if shape.name == "Set IfVersion" {
+			v = mustSet(t, b, key, "old", store.SetOptions{TTL: 50 * u})
+		}
+		_, ok, err := b.Set(ctx, key, []byte("new"), shape.o(v))
+		it, found, _ := b.Get(ctx, key)
+		switch {
+		case refused(shape.name, err, true):
+			if v == 0 && found {
+				t.Errorf("%s: a refused write created the key", shape.name)
+			}
+			if v != 0 && (!found || string(it.Value) != "old" || it.Version != v) {
+				t.Errorf("%s: a refused write changed the key: got (%q, v%d, found %v), want (\"old\", v%d)", shape.name, it.Value, it.Version, found, v)
+			}
+		case !ok:
+			t.Errorf("%s: got ok false, want the write to happen", shape.name)
+		case !found || string(it.Value) != "new" || it.TTL <= 0:
+			t.Errorf("%s: got (%q, ttl %v, found %v), want (\"new\", a positive TTL)", shape.name, it.Value, it.TTL, found)
+		}
+	}
+	ld := &store.Lease{Op: store.LeaseAcquire, Key: "lease:{r}", FenceKey: "lease:{r}:fence", Holder: "A", TTL: 50 * u}
+	decide(t, b.Lease, ld)
+	for _, c := range []struct {
+		name string
+		key  string // a key the call must not create if it refuses
+		run  func() error
+	}{
+		{"Lease acquire", "lease:{s}", func() error {
+			return b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "lease:{s}", FenceKey: "lease:{s}:fence", Holder: "B", TTL: huge})
+		}},
+		{"Lease renew", "", func() error {
+			return b.Lease(ctx, &store.Lease{Op: store.LeaseRenew, Key: "lease:{r}", FenceKey: "lease:{r}:fence", Holder: "A", Token: ld.Current.Token, TTL: huge})
+		}},
+		{"Idempotency claim", "{idem}", func() error {
+			return b.Idempotency(ctx, &store.Idempotency{Op: store.IdemClaim, Key: "{idem}", Fingerprint: []byte("fp"), Owner: "B", Lease: huge, Retention: huge})
+		}},
+		{"FixedWindow", "{fw}", func() error {
+			return b.FixedWindow(ctx, &store.FixedWindow{Key: "{fw}", Limit: 5, Window: huge, Cost: 1})
+		}},
+		{"SlidingWindow", "{sw}", func() error {
+			return b.SlidingWindow(ctx, &store.SlidingWindow{Key: "{sw}", Limit: 5, Window: huge, Cost: 1})
+		}},
+		{"TokenBucket", "{tb}", func() error {
+			return b.TokenBucket(ctx, &store.TokenBucket{Key: "{tb}", Capacity: 1, Interval: huge, Cost: 1})
+		}},
+	} {
+		if refused(c.name, c.run(), false) && c.key != "" {
+			if _, found, _ := b.Get(ctx, c.key); found {
+				t.Errorf("%s: a refused decision created %q", c.name, c.key)
+			}
+		}
+	}
+	in := &store.Lease{Op: store.LeaseInspect, Key: "lease:{r}", FenceKey: "lease:{r}:fence"}
+	decide(t, b.Lease, in)
+	if !in.OK || in.Current.Holder != "A" || in.Current.TTL <= 0 {
+		t.Errorf("after a renew with a TTL of MaxInt64: got %+v, want A's lease with a positive TTL", in.Current)
+	}
 }
