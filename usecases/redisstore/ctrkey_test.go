@@ -2,8 +2,9 @@ package redisstore_test
 
 import (
 	"context"
-	"os"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/tidekv/tide/usecases/redisstore"
 	"github.com/tidekv/tide/usecases/redisstore/internal/redisserver"
@@ -12,15 +13,14 @@ import (
 
 // TestCounterKeysUnreachable: the per-slot version counters ("tide:ver:{0}",
 // "tide:ver:{1}", … after Prefix) share the keyspace of the keys callers
-// pass; a caller's key must never reach one. Today it does: Set of
-// "tide:ver:{0}" replaces slot crc16("0")'s counter with a hash, and every
-// later write in that slot fails (ErrCorrupt, WRONGTYPE in nextver). Not
-// fixed: moving the counters out of the callers' keyspace changes the key
-// layout. Run with REDISSTORE_KNOWN_BUGS=1.
+// pass, so a caller's key must never reach one. Before the namespace was
+// reserved, Set of "tide:ver:{0}" replaced slot crc16("0")'s counter with
+// a hash and every later write in that slot failed (ErrCorrupt, WRONGTYPE
+// in nextver), and Delete of it dropped the counter. Now Set and the
+// decisions refuse such a key (ErrInvalidArgument), Get, Delete and
+// CompareAndDelete report it missing, and writes in the slot go on with
+// growing versions.
 func TestCounterKeysUnreachable(t *testing.T) {
-	if os.Getenv("REDISSTORE_KNOWN_BUGS") == "" {
-		t.Skip("known bug: a caller's key can be a version counter; set REDISSTORE_KNOWN_BUGS=1 to run")
-	}
 	ctx := context.Background()
 	srv := redisserver.Start(t)
 	b, err := redisstore.New(redisstore.Config{Client: srv.Client(t), Prefix: "p:"})
@@ -29,19 +29,39 @@ func TestCounterKeysUnreachable(t *testing.T) {
 	}
 	for _, tag := range []string{"0", "1", "a"} {
 		k := "tide:ver:{" + tag + "}"
-		other := "user{" + tag + "}" // a key of the same slot
-		if _, ok, err := b.Set(ctx, other, []byte("before"), store.SetOptions{TTL: store.NoTTL}); !ok || err != nil {
+		other := "user{" + tag + "}" // a key of the same slot: its writes use k's counter
+		before, ok, err := b.Set(ctx, other, []byte("before"), store.SetOptions{TTL: store.NoTTL})
+		if !ok || err != nil {
 			t.Fatalf("Set(%q): got (%v, %v), want (true, nil)", other, ok, err)
 		}
-		v, ok, err := b.Set(ctx, k, []byte("mine"), store.SetOptions{TTL: store.NoTTL})
-		if !ok || err != nil {
-			t.Fatalf("Set(%q): got (%v, %v), want (true, nil)", k, ok, err)
+		calls := []struct {
+			name string
+			err  error
+		}{
+			{"Set", third(b.Set(ctx, k, []byte("mine"), store.SetOptions{TTL: store.NoTTL}))},
+			{"FixedWindow", b.FixedWindow(ctx, &store.FixedWindow{Key: k, Limit: 1, Window: time.Second, Cost: 1})},
+			{"Lease", b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: k, FenceKey: "f{" + tag + "}", Holder: "A", TTL: time.Minute})},
+			{"Lease fence", b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "l{" + tag + "}", FenceKey: k, Holder: "A", TTL: time.Minute})},
 		}
-		if it, found, err := b.Get(ctx, k); !found || err != nil || string(it.Value) != "mine" || it.Version != v {
-			t.Errorf("Get(%q): got (%q, v%d, %v, %v), want (\"mine\", v%d, true, nil)", k, it.Value, it.Version, found, err, v)
+		for _, c := range calls {
+			if !errors.Is(c.err, store.ErrInvalidArgument) {
+				t.Errorf("%s on %q: got %v, want ErrInvalidArgument", c.name, k, c.err)
+			}
 		}
-		if _, ok, err := b.Set(ctx, other, []byte("after"), store.SetOptions{TTL: store.NoTTL}); !ok || err != nil {
-			t.Errorf("Set(%q) after Set(%q): got (%v, %v), want (true, nil)", other, k, ok, err)
+		if _, found, err := b.Get(ctx, k); found || err != nil {
+			t.Errorf("Get(%q): got (found %v, %v), want a miss", k, found, err)
+		}
+		if ok, err := b.Delete(ctx, k); ok || err != nil {
+			t.Errorf("Delete(%q): got (%v, %v), want (false, nil)", k, ok, err)
+		}
+		if ok, err := b.CompareAndDelete(ctx, k, 1); ok || err != nil {
+			t.Errorf("CompareAndDelete(%q): got (%v, %v), want (false, nil)", k, ok, err)
+		}
+		after, ok, err := b.Set(ctx, other, []byte("after"), store.SetOptions{TTL: store.NoTTL})
+		if !ok || err != nil || after <= before {
+			t.Errorf("Set(%q) after the calls on %q: got (v%d, %v, %v), want (a version above v%d, true, nil)", other, k, after, ok, err, before)
 		}
 	}
 }
+
+func third[A, B any](_ A, _ B, err error) error { return err }

@@ -46,6 +46,11 @@
 //   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
 //     bursts (Capacity × Interval, in microseconds) and fixed window limits
 //     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
+//   - Keys beginning with "tide:ver:" (after Config.Prefix, the version
+//     counters' keys) are the backend's own: Set and the decisions refuse
+//     them with store.ErrInvalidArgument, and Get, Delete and
+//     CompareAndDelete report them missing, so that no caller can read,
+//     replace or delete a counter (the adapters' keys never begin so).
 //   - A transport failure is store.ErrUnavailable (wrapping go-redis's
 //     error): the operation may or may not have happened.
 //
@@ -191,12 +196,27 @@ func (b *Backend) key(k string) string { return b.prefix + k }
 // counter returns the version counter key of the slot of the (prefixed)
 // key k.
 func (b *Backend) counter(k string) string {
-	return b.prefix + "tide:ver:{" + slotTag(slot(k)) + "}"
+	return b.prefix + counterPrefix + "{" + slotTag(slot(k)) + "}"
 }
 
+// counterPrefix begins every version counter's key (after Config.Prefix):
+// a caller's key that begins with it is refused (Set, decisions) or
+// cannot exist (Get, Delete, CompareAndDelete), so that no caller can
+// read, replace or delete a counter.
+const counterPrefix = "tide:ver:"
+
+// reserved reports whether the caller's key k is in the counters'
+// namespace.
+func reserved(k string) bool { return strings.HasPrefix(k, counterPrefix) }
+
+// checkKey checks a key a call would write: not longer than the server
+// accepts, not a version counter's.
 func (b *Backend) checkKey(k string) error {
 	if len(k) > b.maxKey {
 		return fmt.Errorf("%w: %d bytes, limit %d", store.ErrKeyTooLarge, len(k), b.maxKey)
+	}
+	if reserved(k) {
+		return fmt.Errorf("%w: key %q begins with %q, the backend's version counters' namespace", store.ErrInvalidArgument, k, counterPrefix)
 	}
 	return nil
 }
@@ -375,7 +395,7 @@ func (b *Backend) Get(ctx context.Context, key string) (store.Item, bool, error)
 	if err := ctx.Err(); err != nil {
 		return store.Item{}, false, err
 	}
-	if len(key) > b.maxKey {
+	if len(key) > b.maxKey || reserved(key) {
 		return store.Item{}, false, nil
 	}
 	v, err := b.run(ctx, getScript, []string{b.key(key)})
@@ -426,7 +446,7 @@ func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if version == 0 || len(key) > b.maxKey {
+	if version == 0 || len(key) > b.maxKey || reserved(key) {
 		return false, nil
 	}
 	v, err := b.run(ctx, delScript, []string{b.key(key)}, strconv.FormatUint(version, 10))
@@ -438,7 +458,7 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if len(key) > b.maxKey {
+	if len(key) > b.maxKey || reserved(key) {
 		return false, nil
 	}
 	v, err := b.run(ctx, delScript, []string{b.key(key)}, "0")
