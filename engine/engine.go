@@ -332,6 +332,11 @@ func (e *Engine) Clock() clock.Clock { return e.clock }
 // Closed after a miss.
 func (e *Engine) Closed() bool { return e.closed.Load() }
 
+// MaxKeySize returns the longest key the engine accepts, in bytes
+// (Config.MaxKeySize, or DefaultMaxKeySize): a longer key is
+// ErrKeyTooLarge for every call that writes, and a miss for every read.
+func (e *Engine) MaxKeySize() int { return e.maxKey }
+
 // shardFor returns key's shard and hash (see shard.hash).
 func (e *Engine) shardFor(key string) (*shard, uint64) {
 	h := e.seed.keyHash(key)

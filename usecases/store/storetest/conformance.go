@@ -222,6 +222,38 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 			t.Errorf("CompareAndDelete of an over-long key: got (%v, %v), want (false, nil)", d, err)
 		}
 	})
+	t.Run("OverlongKeyDecisions", func(t *testing.T) {
+		// Every decision, those that would write nothing included (an
+		// inspect, a peek, a refused condition), refuses a key longer
+		// than the backend accepts with ErrKeyTooLarge: it must not
+		// answer "absent", "free" or "allowed" for a key that cannot
+		// exist (both backends' default limit is 64 KiB).
+		f := newFixture(t)
+		b := f.Backend
+		long := strings.Repeat("k", 64<<10+1)
+		if _, _, err := b.Set(ctx, long, []byte("v"), store.SetOptions{TTL: store.NoTTL}); err == nil {
+			t.Skipf("the backend accepts keys of %d bytes", len(long))
+		}
+		for _, c := range []struct {
+			name string
+			err  error
+		}{
+			{"TokenBucket peek", b.TokenBucket(ctx, &store.TokenBucket{Key: long, Capacity: 1, Interval: time.Second})},
+			{"FixedWindow peek", b.FixedWindow(ctx, &store.FixedWindow{Key: long, Limit: 1, Window: time.Second})},
+			{"SlidingWindow peek", b.SlidingWindow(ctx, &store.SlidingWindow{Key: long, Limit: 1, Window: time.Second})},
+			{"Idempotency inspect", b.Idempotency(ctx, &store.Idempotency{Op: store.IdemInspect, Key: long, Owner: "A", Lease: time.Minute, Retention: time.Hour})},
+			{"Idempotency release", b.Idempotency(ctx, &store.Idempotency{Op: store.IdemRelease, Key: long, Owner: "A", Lease: time.Minute, Retention: time.Hour})},
+			{"Lease inspect", b.Lease(ctx, &store.Lease{Op: store.LeaseInspect, Key: long, FenceKey: "fence", Holder: "A", TTL: time.Minute})},
+			{"Lease release", b.Lease(ctx, &store.Lease{Op: store.LeaseRelease, Key: long, FenceKey: "fence", Holder: "A", Token: 1, TTL: time.Minute})},
+			{"Lease fence", b.Lease(ctx, &store.Lease{Op: store.LeaseInspect, Key: "lease", FenceKey: long, Holder: "A", TTL: time.Minute})},
+			{"FlagWrite refused", b.FlagWrite(ctx, &store.FlagWrite{Key: long, IfVersion: 7, AuditKey: "audit"})},
+			{"FlagWrite audit", b.FlagWrite(ctx, &store.FlagWrite{Key: "flag", AuditKey: long})},
+		} {
+			if !errors.Is(c.err, store.ErrKeyTooLarge) {
+				t.Errorf("%s with a %d-byte key: got %v, want ErrKeyTooLarge", c.name, len(long), c.err)
+			}
+		}
+	})
 	t.Run("Errors", func(t *testing.T) {
 		f := newFixture(t)
 		b := f.Backend
