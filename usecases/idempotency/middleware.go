@@ -129,6 +129,11 @@ const ReplayedHeader = "Idempotent-Replayed"
 //     replayed to duplicates for the retention period; a 5xx response
 //     releases the claim, so a retry executes again.
 //
+// The handler's response is buffered: the ResponseWriter it gets starts
+// with no header, and a header it sets replaces one of that name set
+// before by an outer middleware, on the first response and on replays
+// alike.
+//
 // The key is scoped to Scope(r) and the method and path. Store errors
 // answer 503 without running next. The outcome is recorded with a context
 // the client cannot cancel (bounded by the Store's FinishTimeout), so a
@@ -321,9 +326,15 @@ func replay(w http.ResponseWriter, r *http.Request, opts httpmw.Options, c Claim
 		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: "corrupt stored response", Err: err})
 		return
 	}
-	h := w.Header()
+	// As on the first response, a stored header replaces one of its name
+	// set before (by an outer middleware), rather than following it.
+	stored := http.Header{}
 	for _, kv := range resp.Header {
-		h[string(kv[0])] = append(h[string(kv[0])], string(kv[1]))
+		stored[string(kv[0])] = append(stored[string(kv[0])], string(kv[1]))
+	}
+	h := w.Header()
+	for name, vs := range stored {
+		h[name] = vs
 	}
 	h.Set(ReplayedHeader, "true")
 	w.WriteHeader(resp.Status)

@@ -1,0 +1,70 @@
+package idempotency_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tidekv/tide/usecases/idempotency"
+	"github.com/tidekv/tide/usecases/store/storetest"
+)
+
+// newReplayMiddleware returns the middleware over a fresh embedded store,
+// scoped to one caller.
+func newReplayMiddleware(t *testing.T) (func(http.Handler) http.Handler, *idempotency.Store) {
+	t.Helper()
+	b, _ := storetest.NewEmbedded(t)
+	s, err := idempotency.New(idempotency.Config{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := idempotency.NewMiddleware(idempotency.MiddlewareConfig{Store: s, Scope: func(*http.Request) string { return "acct" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mw, s
+}
+
+func sendKeyed(h http.Handler, target, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
+	req.Header.Set("Idempotency-Key", "k1")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// A replay answers with the headers the first response had: a header the
+// handler set replaces one of that name an outer middleware set before
+// (as it does on the first response), it is not added after it. Before,
+// the replay appended, and a Content-Type the handler set came second,
+// after the outer default: Header.Get, and most clients, saw the default.
+func TestReplayHeadersMatchTheFirstResponse(t *testing.T) {
+	mw, _ := newReplayMiddleware(t)
+	inner := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Add("Vary", "Accept")
+		w.Header().Add("Vary", "Accept-Language")
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte("{}"))
+	}))
+	outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html") // a default the handler overrides
+		w.Header().Set("Vary", "Origin")
+		w.Header().Set("X-Frame-Options", "DENY") // one it leaves alone
+		inner.ServeHTTP(w, r)
+	})
+	want := http.Header{"Content-Type": {"application/json"}, "Vary": {"Accept", "Accept-Language"}, "X-Frame-Options": {"DENY"}}
+	for i, what := range []string{"first response", "replay"} {
+		rec := sendKeyed(outer, "/charge", "10")
+		if rec.Code != http.StatusCreated || (i == 1) != (rec.Header().Get(idempotency.ReplayedHeader) == "true") {
+			t.Fatalf("%s: status %d, replayed %q", what, rec.Code, rec.Header().Get(idempotency.ReplayedHeader))
+		}
+		for name, vs := range want {
+			if got := rec.Header().Values(name); !slices.Equal(got, vs) {
+				t.Errorf("%s: %s = %q, want %q", what, name, got, vs)
+			}
+		}
+	}
+}
