@@ -132,7 +132,8 @@ const ReplayedHeader = "Idempotent-Replayed"
 // The handler's response is buffered: the ResponseWriter it gets starts
 // with no header, and a header it sets replaces one of that name set
 // before by an outer middleware, on the first response and on replays
-// alike.
+// alike. Informational responses (1xx, such as 103 Early Hints) are
+// dropped: the status is the handler's final one.
 //
 // The key is scoped to Scope(r) and the method and path. Store errors
 // answer 503 without running next. The outcome is recorded with a context
@@ -361,6 +362,9 @@ func (r *recorder) Header() http.Header { return r.header }
 func (r *recorder) WriteHeader(status int) {
 	if status < 100 || status > 999 {
 		status = http.StatusInternalServerError // net/http would panic
+	}
+	if status < 200 {
+		return // informational (103 Early Hints): not sent, and not the final status
 	}
 	if r.status == 0 {
 		r.status = status

@@ -68,3 +68,32 @@ func TestReplayHeadersMatchTheFirstResponse(t *testing.T) {
 		}
 	}
 }
+
+// An informational response (103 Early Hints) the handler sends before its
+// final status is not the response's status: the first response and the
+// replay both carry the final one. Before, the recorder took the 103 as
+// the status, so the client got 200 (net/http's implicit status after a
+// 1xx) and the replay a stored 103, then 200.
+func TestInformationalStatusIsNotTheFinalStatus(t *testing.T) {
+	mw, _ := newReplayMiddleware(t)
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</app.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte("created"))
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, what := range []string{"first response", "replay"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders", strings.NewReader("1"))
+		req.Header.Set("Idempotency-Key", "k1")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Errorf("%s: status %d, want 201", what, resp.StatusCode)
+		}
+	}
+}
