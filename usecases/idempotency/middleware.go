@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -135,7 +136,9 @@ const ReplayedHeader = "Idempotent-Replayed"
 // alike. Informational responses (1xx, such as 103 Early Hints) are
 // dropped: the status is the handler's final one.
 //
-// The key is scoped to Scope(r) and the method and path. Store errors
+// The key is scoped to Scope(r) and the method and path, as the client
+// sent them (r.RequestURI: a router that rewrites r.URL, as
+// http.StripPrefix does, does not merge two routes' keys). Store errors
 // answer 503 without running next. The outcome is recorded with a context
 // the client cannot cancel (bounded by the Store's FinishTimeout), so a
 // client that disconnects while next runs does not make a retry run it
@@ -197,9 +200,10 @@ func middleware(cfg MiddlewareConfig, waiting *atomic.Int64, next http.Handler) 
 			body = b
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		k := Key{Scope: cfg.Scope(r), Operation: r.Method + " " + r.URL.Path, Key: key}
+		path, target := requestTarget(r)
+		k := Key{Scope: cfg.Scope(r), Operation: r.Method + " " + path, Key: key}
 		attrs := []slog.Attr{slog.String("key", cfg.Store.StoreKey(k)), slog.String("operation", k.Operation)}
-		fp := Fingerprint([]byte(r.Method), []byte(r.URL.RequestURI()), body)
+		fp := Fingerprint([]byte(r.Method), []byte(target), body)
 		c, err := cfg.Store.Claim(r.Context(), k, fp)
 		switch {
 		case errors.Is(err, ErrMismatch):
@@ -279,6 +283,19 @@ func middleware(cfg MiddlewareConfig, waiting *atomic.Int64, next http.Handler) 
 		w.WriteHeader(rec.status)
 		w.Write(rec.body.Bytes())
 	})
+}
+
+// requestTarget returns the path and the request target (path and query)
+// the client sent, as r.RequestURI holds them: a router's rewrite of r.URL
+// (http.StripPrefix) must not give two routes one key. A request built
+// without a RequestURI (a client's, in a test) gives r.URL's.
+func requestTarget(r *http.Request) (path, target string) {
+	if r.RequestURI != "" {
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil && u.Path != "" {
+			return u.Path, u.RequestURI()
+		}
+	}
+	return r.URL.Path, r.URL.RequestURI()
 }
 
 // waitOutcome claims k again, with backoff, until the claim is no longer

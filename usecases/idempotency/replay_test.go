@@ -97,3 +97,32 @@ func TestInformationalStatusIsNotTheFinalStatus(t *testing.T) {
 		}
 	}
 }
+
+// The key and fingerprint are the request target the client sent, not a
+// router's rewrite of it: two APIs mounted with http.StripPrefix on one
+// Store both see "/charge", and before, a request to /v2/charge with the
+// key and body of an earlier /v1/charge was answered with v1's stored
+// response, v2's handler never running.
+func TestKeyIsTheTargetTheClientSent(t *testing.T) {
+	mw, _ := newReplayMiddleware(t)
+	mux := http.NewServeMux()
+	for _, v := range []string{"v1", "v2"} {
+		mux.Handle("/"+v+"/", http.StripPrefix("/"+v, mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(v + " " + r.URL.Path))
+		}))))
+	}
+	cases := []struct {
+		target, want, replayed string
+	}{
+		{"/v1/charge", "v1 /charge", ""},
+		{"/v2/charge", "v2 /charge", ""},
+		{"/v1/charge", "v1 /charge", "true"},
+		{"/v2/charge", "v2 /charge", "true"},
+	}
+	for i, c := range cases {
+		rec := sendKeyed(mux, c.target, "10")
+		if got := rec.Body.String(); got != c.want || rec.Header().Get(idempotency.ReplayedHeader) != c.replayed {
+			t.Errorf("step %d, %s: got %d %q replayed %q, want %q replayed %q", i, c.target, rec.Code, got, rec.Header().Get(idempotency.ReplayedHeader), c.want, c.replayed)
+		}
+	}
+}
