@@ -125,7 +125,9 @@ const ReplayedHeader = "Idempotent-Replayed"
 //     retry: the first request is likely to finish well before its
 //     lease, which only bounds a crashed one);
 //   - same key after completion: the stored status, headers and body,
-//     with Idempotent-Replayed: true;
+//     with Idempotent-Replayed: true; a failure recorded on the key by
+//     Store.Fail or Do (a Permanent error) answers 500 "request failed",
+//     its cause (wrapping ErrFailed) in the Problem's Err only;
 //   - otherwise next runs once; a response below 500 is stored and
 //     replayed to duplicates for the retention period; a 5xx response
 //     releases the claim, so a retry executes again.
@@ -334,7 +336,9 @@ func waitOutcome(ctx context.Context, s *Store, k Key, fp []byte, c Claim, wait 
 // replay writes a completed claim's stored response.
 func replay(w http.ResponseWriter, r *http.Request, opts httpmw.Options, c Claim, attrs []slog.Attr) {
 	if c.Err != nil {
-		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: c.Err.Error(), Err: c.Err})
+		// The failure's text may carry internal detail: it is the Err, not
+		// the message a client sees.
+		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: "request failed", Err: c.Err})
 		return
 	}
 	var resp storedResponse

@@ -1,6 +1,8 @@
 package idempotency_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -124,5 +126,26 @@ func TestKeyIsTheTargetTheClientSent(t *testing.T) {
 		if got := rec.Body.String(); got != c.want || rec.Header().Get(idempotency.ReplayedHeader) != c.replayed {
 			t.Errorf("step %d, %s: got %d %q replayed %q, want %q replayed %q", i, c.target, rec.Code, got, rec.Header().Get(idempotency.ReplayedHeader), c.want, c.replayed)
 		}
+	}
+}
+
+// A recorded failure (Do with a Permanent error, or Fail, on the key the
+// middleware uses: the outcomes mix) is replayed as a 500 whose message
+// is safe to show the client (httpmw.Problem.Message): the failure's own
+// text, which may carry internal detail, stays in Problem.Err. Before, the
+// plain-text body was the cause's message.
+func TestReplayedFailureHidesItsCause(t *testing.T) {
+	mw, s := newReplayMiddleware(t)
+	k := idempotency.Key{Scope: "acct", Operation: "POST /charge", Key: "k1"}
+	fp := idempotency.Fingerprint([]byte("POST"), []byte("/charge"), []byte("10"))
+	secret := "dial tcp 10.0.0.5:5432: password authentication failed for user billing"
+	if _, _, err := s.Do(context.Background(), k, fp, func(context.Context) ([]byte, error) {
+		return nil, idempotency.Permanent(errors.New(secret))
+	}); !errors.Is(err, idempotency.ErrFailed) {
+		t.Fatalf("Do: %v, want ErrFailed", err)
+	}
+	rec := sendKeyed(mw(http.NotFoundHandler()), "/charge", "10")
+	if rec.Code != http.StatusInternalServerError || strings.Contains(rec.Body.String(), "10.0.0.5") {
+		t.Errorf("replayed failure: got %d %q, want 500 without the cause's detail", rec.Code, rec.Body)
 	}
 }
