@@ -117,8 +117,9 @@ const ReplayedHeader = "Idempotent-Replayed"
 // MaxBody. Answers:
 //
 //   - missing where required: 400 Bad Request;
-//   - same key, different payload (method, path or body): 422
-//     Unprocessable Content;
+//   - same key, method and path, different payload (query or body): 422
+//     Unprocessable Content (the same key on another method or path is
+//     another key: see below);
 //   - same key while the first request runs: the duplicate waits up to
 //     WaitInProgress for the first one's outcome (by default it does not
 //     wait), then answers 409 Conflict with Retry-After: 1 (a short
@@ -153,10 +154,12 @@ const ReplayedHeader = "Idempotent-Replayed"
 //
 //   - after a 5xx response the claim is released: the next request with
 //     the key runs the handler afresh (use 5xx only for failures before
-//     any side effect);
-//   - when an earlier run left no outcome — its process died, it ran
-//     longer than the Store's Lease, or its outcome could not be recorded
-//     (reported through cfg.Options) — the first request with the key
+//     any side effect; a recovery's 5xx releases too, so answer 5xx from a
+//     recovery only once you know the earlier run's side effect did not
+//     happen);
+//   - when an earlier run left no outcome — its process died, it
+//     panicked, it ran longer than the Store's Lease, or its outcome could
+//     not be recorded (reported through cfg.Options) — the first request with the key
 //     after the lease lapsed runs the handler as a recovery: its request
 //     carries the RecoveryHeader (the dead owner's token), and
 //     RecoveryFrom(r.Context()) reports it. The side effect may have
