@@ -159,9 +159,9 @@ const ReplayedHeader = "Idempotent-Replayed"
 //     happen);
 //   - when an earlier run left no outcome — its process died, it
 //     panicked, it ran longer than the Store's Lease, or its outcome could
-//     not be recorded (reported through cfg.Options) — the first request with the key
-//     after the lease lapsed runs the handler as a recovery: its request
-//     carries the RecoveryHeader (the dead owner's token), and
+//     not be recorded (reported through cfg.Options) — the first request
+//     with the key after the lease lapsed runs the handler as a recovery:
+//     its request carries the RecoveryHeader (the dead owner's token), and
 //     RecoveryFrom(r.Context()) reports it. The side effect may have
 //     happened: the handler must check downstream (for example by the
 //     key) before doing it again.
