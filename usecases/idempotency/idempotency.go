@@ -369,8 +369,9 @@ func (s *Store) Release(ctx context.Context, k Key, owner string) error {
 // *InProgressError; a different payload gets ErrMismatch. If fn fails with
 // an error marked Permanent, the failure is recorded and every duplicate
 // gets an error wrapping ErrFailed; any other error releases the claim, so
-// a retry executes again. A claim whose owner died is handed to
-// Config.Recover.
+// a retry executes again. If fn panics, the panic propagates and the
+// claim stays in progress, as if the owner had died: a claim whose owner
+// died is handed to Config.Recover once its lease lapses.
 //
 // Once fn has run, its outcome is recorded with a context that ctx's
 // cancellation does not reach (bounded by Config.FinishTimeout): a caller

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -116,20 +117,31 @@ const ReplayedHeader = "Idempotent-Replayed"
 // MaxBody. Answers:
 //
 //   - missing where required: 400 Bad Request;
-//   - same key, different payload (method, path or body): 422
-//     Unprocessable Content;
+//   - same key, method and path, different payload (query or body): 422
+//     Unprocessable Content (the same key on another method or path is
+//     another key: see below);
 //   - same key while the first request runs: the duplicate waits up to
 //     WaitInProgress for the first one's outcome (by default it does not
 //     wait), then answers 409 Conflict with Retry-After: 1 (a short
 //     retry: the first request is likely to finish well before its
 //     lease, which only bounds a crashed one);
 //   - same key after completion: the stored status, headers and body,
-//     with Idempotent-Replayed: true;
+//     with Idempotent-Replayed: true; a failure recorded on the key by
+//     Store.Fail or Do (a Permanent error) answers 500 "request failed",
+//     its cause (wrapping ErrFailed) in the Problem's Err only;
 //   - otherwise next runs once; a response below 500 is stored and
 //     replayed to duplicates for the retention period; a 5xx response
 //     releases the claim, so a retry executes again.
 //
-// The key is scoped to Scope(r) and the method and path. Store errors
+// The handler's response is buffered: the ResponseWriter it gets starts
+// with no header, and a header it sets replaces one of that name set
+// before by an outer middleware, on the first response and on replays
+// alike. Informational responses (1xx, such as 103 Early Hints) are
+// dropped: the status is the handler's final one.
+//
+// The key is scoped to Scope(r) and the method and path, as the client
+// sent them (r.RequestURI: a router that rewrites r.URL, as
+// http.StripPrefix does, does not merge two routes' keys). Store errors
 // answer 503 without running next. The outcome is recorded with a context
 // the client cannot cancel (bounded by the Store's FinishTimeout), so a
 // client that disconnects while next runs does not make a retry run it
@@ -142,12 +154,14 @@ const ReplayedHeader = "Idempotent-Replayed"
 //
 //   - after a 5xx response the claim is released: the next request with
 //     the key runs the handler afresh (use 5xx only for failures before
-//     any side effect);
-//   - when an earlier run left no outcome — its process died, it ran
-//     longer than the Store's Lease, or its outcome could not be recorded
-//     (reported through cfg.Options) — the first request with the key
-//     after the lease lapsed runs the handler as a recovery: its request
-//     carries the RecoveryHeader (the dead owner's token), and
+//     any side effect; a recovery's 5xx releases too, so answer 5xx from a
+//     recovery only once you know the earlier run's side effect did not
+//     happen);
+//   - when an earlier run left no outcome — its process died, it
+//     panicked, it ran longer than the Store's Lease, or its outcome could
+//     not be recorded (reported through cfg.Options) — the first request
+//     with the key after the lease lapsed runs the handler as a recovery:
+//     its request carries the RecoveryHeader (the dead owner's token), and
 //     RecoveryFrom(r.Context()) reports it. The side effect may have
 //     happened: the handler must check downstream (for example by the
 //     key) before doing it again.
@@ -191,9 +205,10 @@ func middleware(cfg MiddlewareConfig, waiting *atomic.Int64, next http.Handler) 
 			body = b
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		k := Key{Scope: cfg.Scope(r), Operation: r.Method + " " + r.URL.Path, Key: key}
+		path, target := requestTarget(r)
+		k := Key{Scope: cfg.Scope(r), Operation: r.Method + " " + path, Key: key}
 		attrs := []slog.Attr{slog.String("key", cfg.Store.StoreKey(k)), slog.String("operation", k.Operation)}
-		fp := Fingerprint([]byte(r.Method), []byte(r.URL.RequestURI()), body)
+		fp := Fingerprint([]byte(r.Method), []byte(target), body)
 		c, err := cfg.Store.Claim(r.Context(), k, fp)
 		switch {
 		case errors.Is(err, ErrMismatch):
@@ -275,6 +290,19 @@ func middleware(cfg MiddlewareConfig, waiting *atomic.Int64, next http.Handler) 
 	})
 }
 
+// requestTarget returns the path and the request target (path and query)
+// the client sent, as r.RequestURI holds them: a router's rewrite of r.URL
+// (http.StripPrefix) must not give two routes one key. A request built
+// without a RequestURI (a client's, in a test) gives r.URL's.
+func requestTarget(r *http.Request) (path, target string) {
+	if r.RequestURI != "" {
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil && u.Path != "" {
+			return u.Path, u.RequestURI()
+		}
+	}
+	return r.URL.Path, r.URL.RequestURI()
+}
+
 // waitOutcome claims k again, with backoff, until the claim is no longer
 // in progress, wait has passed, or ctx is done; it returns the last
 // claim. Each ask is a claim, so a released key is claimed (the caller
@@ -311,7 +339,9 @@ func waitOutcome(ctx context.Context, s *Store, k Key, fp []byte, c Claim, wait 
 // replay writes a completed claim's stored response.
 func replay(w http.ResponseWriter, r *http.Request, opts httpmw.Options, c Claim, attrs []slog.Attr) {
 	if c.Err != nil {
-		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: c.Err.Error(), Err: c.Err})
+		// The failure's text may carry internal detail: it is the Err, not
+		// the message a client sees.
+		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: "request failed", Err: c.Err})
 		return
 	}
 	var resp storedResponse
@@ -321,9 +351,15 @@ func replay(w http.ResponseWriter, r *http.Request, opts httpmw.Options, c Claim
 		opts.Respond(w, r, httpmw.Problem{Status: http.StatusInternalServerError, Message: "corrupt stored response", Err: err})
 		return
 	}
-	h := w.Header()
+	// As on the first response, a stored header replaces one of its name
+	// set before (by an outer middleware), rather than following it.
+	stored := http.Header{}
 	for _, kv := range resp.Header {
-		h[string(kv[0])] = append(h[string(kv[0])], string(kv[1]))
+		stored[string(kv[0])] = append(stored[string(kv[0])], string(kv[1]))
+	}
+	h := w.Header()
+	for name, vs := range stored {
+		h[name] = vs
 	}
 	h.Set(ReplayedHeader, "true")
 	w.WriteHeader(resp.Status)
@@ -350,6 +386,9 @@ func (r *recorder) Header() http.Header { return r.header }
 func (r *recorder) WriteHeader(status int) {
 	if status < 100 || status > 999 {
 		status = http.StatusInternalServerError // net/http would panic
+	}
+	if status < 200 {
+		return // informational (103 Early Hints): not sent, and not the final status
 	}
 	if r.status == 0 {
 		r.status = status
