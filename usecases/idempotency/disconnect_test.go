@@ -85,16 +85,14 @@ func (a *appliedThenCancelled) Idempotency(ctx context.Context, d *store.Idempot
 }
 
 // A caller that leaves while its claim is in flight ran nothing, so its
-// retry should run. But when the store applied the claim and only the
-// reply was lost, the claim stays, ownerless: the retry is in progress for
-// the lease and then a recovery, and without a Recover hook Do answers
-// ErrNeedsRecovery on every retry until the record's retention ends.
-// Claim cannot undo it safely: a Release would also delete a claim that
-// landed as the recovery of a dead owner's (whose side effect may have
-// happened), and the store's decision cannot tell the two apart. Known
-// limitation, reported; the test shows it.
-func TestClaimLostToDisconnectLeavesAClaim(t *testing.T) {
-	t.Skip("known limitation: a claim applied by the store whose reply the caller abandoned is left in progress (needs a store decision that releases only a fresh claim)")
+// retry must run. When the store applies the claim and the caller's
+// context ends before the reply (appliedThenCancelled), a claim whose
+// reply the caller abandoned would stay, ownerless: the retry in progress
+// for the lease and then a recovery, and, without a Recover hook, Do
+// answering ErrNeedsRecovery until the record's retention ends. Claim
+// waits for the store's answer whatever the caller's context does, and
+// releases a claim it won fresh for a caller that left.
+func TestClaimLostToDisconnectLeavesNoClaim(t *testing.T) {
 	b, clk := storetest.NewEmbedded(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	s, _ := idempotency.New(idempotency.Config{Backend: &appliedThenCancelled{Backend: b, cancel: cancel}, Lease: time.Second})
@@ -107,5 +105,33 @@ func TestClaimLostToDisconnectLeavesAClaim(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	if res, _, err := s.Do(context.Background(), k, nil, fn); err != nil || string(res) != "ok" || ran != 1 {
 		t.Errorf("retry: got (%q, %v) after %d runs, want it to run once", res, err, ran)
+	}
+}
+
+// A caller that leaves while its claim lands as the recovery of a lapsed
+// claim must not release it: the earlier run's side effect may have
+// happened, so the next claim after the lease must still be a recovery,
+// never a fresh Execute.
+func TestClaimLostToDisconnectKeepsARecovery(t *testing.T) {
+	b, clk := storetest.NewEmbedded(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	wrapped := &appliedThenCancelled{Backend: b, cancel: cancel}
+	wrapped.once = true // the first claim (the owner that dies) goes through
+	s, _ := idempotency.New(idempotency.Config{Backend: wrapped, Lease: time.Second})
+	k := idempotency.Key{Scope: "acct", Operation: "charge", Key: "k1"}
+	if c, err := s.Claim(context.Background(), k, nil); err != nil || c.State != idempotency.Execute {
+		t.Fatalf("first claim: got (%v, %v), want Execute", c.State, err)
+	}
+	clk.Advance(2 * time.Second) // the owner died: its lease lapsed
+	wrapped.once = false         // the next claim is applied, then its caller leaves
+	if _, err := s.Claim(ctx, k, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("claim whose caller left: got %v, want context.Canceled", err)
+	}
+	if c, err := s.Claim(context.Background(), k, nil); err != nil || c.State != idempotency.InProgress {
+		t.Errorf("claim right after: got (%v, %v), want InProgress (the left caller's recovery holds the lease)", c.State, err)
+	}
+	clk.Advance(2 * time.Second)
+	if c, err := s.Claim(context.Background(), k, nil); err != nil || c.State != idempotency.Recover {
+		t.Errorf("claim after the lease: got (%v, %v), want Recover, not a fresh Execute", c.State, err)
 	}
 }

@@ -266,22 +266,48 @@ func newOwner() string {
 }
 
 // Claim tries to claim k for a request with fingerprint fp. A key reused
-// with another fingerprint is ErrMismatch. If ctx ends before the store
-// answers, the error is ctx's cause, not reported as a store failure.
+// with another fingerprint is ErrMismatch. A ctx that has ended is its
+// cause, with nothing claimed.
+//
+// The store call itself runs with ctx's values but not its cancellation
+// (bounded by Config.FinishTimeout), so that Claim always learns what the
+// store decided: a caller that leaves while the claim is in flight would
+// otherwise abandon a claim the store may have applied (a remote store
+// runs a command whose reply the client stopped waiting for), an ownerless
+// claim that keeps every retry in progress for the lease and then makes it
+// a recovery, though nothing ran. If ctx ended meanwhile, Claim releases
+// a claim it won fresh (nothing ran) and returns ctx's cause; a claim won
+// as the recovery of a lapsed one stays, since the earlier run's side
+// effect may have happened: the next retry after the lease recovers it.
 func (s *Store) Claim(ctx context.Context, k Key, fp []byte) (Claim, error) {
 	if k.Key == "" {
 		return Claim{}, ErrInvalidKey
 	}
+	if ctx.Err() != nil {
+		return Claim{}, context.Cause(ctx) // the caller went away: nothing claimed
+	}
 	owner := newOwner()
 	d := &store.Idempotency{Op: store.IdemClaim, Key: s.StoreKey(k), Fingerprint: fp, Owner: owner,
 		Lease: s.cfg.Lease, Retention: s.cfg.Retention}
-	if err := s.cfg.Backend.Idempotency(ctx, d); err != nil {
+	cctx, cancel := s.detach(ctx)
+	defer cancel()
+	if err := s.cfg.Backend.Idempotency(cctx, d); err != nil {
 		if ctx.Err() != nil {
 			return Claim{}, context.Cause(ctx) // the caller went away: not a store failure
 		}
 		s.report(ctx, slog.LevelError, "tide: idempotency claim failed", k, err)
 		s.storeErrors.Add(1)
 		return Claim{}, err
+	}
+	if ctx.Err() != nil {
+		if d.Outcome == store.IdemClaimed {
+			// Won fresh while the caller left: nothing ran, so a retry
+			// must run, not wait for the lease and then recover.
+			if _, err := s.finish(cctx, store.IdemRelease, k, owner, nil); err != nil {
+				s.report(ctx, slog.LevelWarn, "tide: idempotency claim of a caller that left could not be released; a retry recovers it after the lease", k, err)
+			}
+		}
+		return Claim{}, context.Cause(ctx)
 	}
 	switch d.Outcome {
 	case store.IdemClaimed:
