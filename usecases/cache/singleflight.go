@@ -20,8 +20,8 @@ type Result struct {
 // waiter whose own context ends stops waiting with ctx.Err(). A function
 // that calls Do for its own key with the context it was given gets
 // ErrReentrantLoad instead of waiting for itself. A load that
-// panics is reported to every waiter as an error, and the panic is not
-// propagated.
+// panics is reported to every waiter as a *PanicError, and the panic is not
+// propagated; one whose goroutine exits (runtime.Goexit) as ErrLoadExited.
 type Group struct {
 	mu    sync.Mutex
 	calls map[string]*call
@@ -73,21 +73,36 @@ func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Contex
 	g.calls[key] = c
 	g.mu.Unlock()
 
+	g.run(key, c, context.WithValue(context.WithoutCancel(ctx), runningKey{g, key}, c), fn)
+	return c.res, false, c.err
+}
+
+// run runs fn for c and ends c's flight however fn ends: it returns, it
+// panics (a *PanicError), or its goroutine exits (runtime.Goexit, as
+// t.FailNow does: ErrLoadExited). Left open, the flight would hold its
+// waiters, and every later caller of key, forever.
+func (g *Group) run(key string, c *call, ctx context.Context, fn func(context.Context) (Result, error)) {
+	returned := false
+	defer func() {
+		if !returned {
+			c.res, c.err = Result{}, ErrLoadExited
+		}
+		g.mu.Lock()
+		if g.calls[key] == c { // not forgotten and replaced meanwhile
+			delete(g.calls, key)
+		}
+		g.mu.Unlock()
+		close(c.done)
+	}()
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
-				c.err = &PanicError{Value: p}
+				c.res, c.err = Result{}, &PanicError{Value: p}
 			}
 		}()
-		c.res, c.err = fn(context.WithValue(context.WithoutCancel(ctx), runningKey{g, key}, c))
+		c.res, c.err = fn(ctx)
 	}()
-	g.mu.Lock()
-	if g.calls[key] == c { // not forgotten and replaced meanwhile
-		delete(g.calls, key)
-	}
-	g.mu.Unlock()
-	close(c.done)
-	return c.res, false, c.err
+	returned = true
 }
 
 // Forget makes the next Do for key start a new run instead of joining the
