@@ -369,6 +369,12 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 // GetWith is Get with load as the loader for this call (Config.Load is not
 // used). A caller that joins a load already running for key gets that
 // load's result, whatever its loader.
+//
+// A caller whose ctx ends while the load runs returns ctx.Err() at once,
+// the caller that started the load included. The load goes on for the
+// callers still waiting (with the first caller's context values, not its
+// cancellation); once none waits, its context is cancelled (a result it
+// returns anyway is still stored).
 func (c *Cache) GetWith(ctx context.Context, key string, load Loader) ([]byte, bool, error) {
 	if load == nil {
 		return nil, false, ErrNoLoader
@@ -422,6 +428,9 @@ func (c *Cache) fill(ctx context.Context, key string, load Loader, storeUp, refr
 		it, ok, err := c.cfg.Backend.Get(ctx, sk)
 		switch {
 		case err != nil:
+			if ctx.Err() != nil { // every caller gave up: not a store failure
+				return Result{}, ctx.Err()
+			}
 			storeUp = false
 			c.report(ctx, key, "tide: cache store read failed", err)
 		case ok:
@@ -438,7 +447,9 @@ func (c *Cache) fill(ctx context.Context, key string, load Loader, storeUp, refr
 		return Result{}, err
 	}
 	if storeUp {
-		c.store(ctx, key, v, found, o)
+		// Stored even if every caller gave up meanwhile (the Group then
+		// cancelled ctx): the origin answered, and the write is fenced.
+		c.store(context.WithoutCancel(ctx), key, v, found, o)
 	}
 	return Result{Value: v, Found: found}, nil
 }
@@ -487,15 +498,17 @@ func (c *Cache) refresh(ctx context.Context, key string, version uint64, load Lo
 		}()
 		defer stop()
 		defer cancel()
-		// The Group runs fill without bctx's cancellation; Close must still
-		// reach the loader (a load that returns anyway is still stored).
+		// The Group runs fill on this goroutine, without bctx's
+		// cancellation, so that Close waits for it (no write after Close);
+		// Close must still reach the loader (a load that returns anyway is
+		// still stored).
 		closable := func(ctx context.Context, key string) ([]byte, bool, error) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(c.closing, cancel)()
 			return load(ctx, key)
 		}
-		_, err := c.group.Do(bctx, flightKey(key, version, true), func(ctx context.Context) (Result, error) {
+		_, err := c.group.Do(context.WithoutCancel(bctx), flightKey(key, version, true), func(ctx context.Context) (Result, error) {
 			return c.fill(ctx, key, closable, true, true)
 		})
 		if err != nil {

@@ -59,7 +59,7 @@ func TestLoaderGoexitEndsItsFlight(t *testing.T) {
 	go c.Get(context.Background(), "k") //nolint:errcheck // its goroutine exits
 	<-entered
 	follower := goGet(c, context.Background(), "k")
-	for c.Stats().Misses < 2 { // the follower has joined the flight
+	for cache.Waiters(c, "k") < 2 { // the follower has joined the flight
 		runtime.Gosched()
 	}
 	close(exit)
@@ -68,5 +68,78 @@ func TestLoaderGoexitEndsItsFlight(t *testing.T) {
 	}
 	if got := wait(t, goGet(c, context.Background(), "k"), "Get after a load whose goroutine exited"); got.v != "v" || got.err != nil {
 		t.Errorf("Get after the exited load: got %+v, want v", got)
+	}
+}
+
+// The caller that starts a load is a waiter like the others: when its
+// context ends it stops waiting with ctx.Err(), even though the origin has
+// not answered (here: an origin that ignores its context). The others still
+// get the load's result, and it is stored.
+func TestLeaderStopsWaitingWhenItsContextEnds(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var loads atomic.Int64
+	load := func(ctx context.Context, key string) ([]byte, bool, error) {
+		if loads.Add(1) == 1 {
+			close(entered)
+			<-release // a slow origin that ignores cancellation
+		}
+		return []byte("v"), true, nil
+	}
+	c, err := cache.New(cache.Config{Name: "c", Backend: b, Load: load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	leader := goGet(c, ctx, "k")
+	<-entered
+	follower := goGet(c, context.Background(), "k")
+	for cache.Waiters(c, "k") < 2 { // the follower has joined the flight
+		runtime.Gosched()
+	}
+	cancel()
+	got := wait(t, leader, "leader Get after its context was cancelled")
+	if !errors.Is(got.err, context.Canceled) {
+		t.Errorf("leader: got (%q, %v), want context.Canceled", got.v, got.err)
+	}
+	close(release)
+	if got := wait(t, follower, "follower Get"); got.v != "v" || !got.found || got.err != nil {
+		t.Errorf("follower: got %+v, want the load's value", got)
+	}
+	if v, _, err := c.Get(context.Background(), "k"); string(v) != "v" || err != nil || loads.Load() != 1 {
+		t.Errorf("after the load: got (%q, %v) with %d loads, want v from the cache after 1 load", v, err, loads.Load())
+	}
+}
+
+// A load nobody waits for any more is cancelled, so an origin call that
+// honours its context returns and the flight closes: a later Get starts a
+// load of its own instead of joining one that may never end.
+func TestAbandonedLoadIsCancelledAndItsFlightCloses(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	var loads atomic.Int64
+	entered := make(chan struct{})
+	loaderDone := make(chan error, 1)
+	load := func(ctx context.Context, key string) ([]byte, bool, error) {
+		if loads.Add(1) == 1 {
+			close(entered)
+			<-ctx.Done() // an origin that hangs, but honours its context
+			loaderDone <- ctx.Err()
+			return nil, false, ctx.Err()
+		}
+		return []byte("v2"), true, nil
+	}
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b, Load: load})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	first := goGet(c, ctx, "k")
+	<-entered
+	cancel()
+	if got := wait(t, first, "Get after its context was cancelled"); !errors.Is(got.err, context.Canceled) {
+		t.Errorf("abandoned Get: got %+v, want context.Canceled", got)
+	}
+	if err := wait(t, loaderDone, "the abandoned load's context"); !errors.Is(err, context.Canceled) {
+		t.Errorf("abandoned load's context: got %v, want context.Canceled", err)
+	}
+	if got := wait(t, goGet(c, context.Background(), "k"), "Get after the abandoned load"); got.v != "v2" || got.err != nil {
+		t.Errorf("Get after the abandoned load: got %+v, want v2 from a new load", got)
 	}
 }

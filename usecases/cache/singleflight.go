@@ -16,12 +16,18 @@ type Result struct {
 // zero value is ready to use; it is safe for concurrent use.
 //
 // The load runs with the first caller's context values but without its
-// cancellation (so one caller giving up does not fail the others); a
-// waiter whose own context ends stops waiting with ctx.Err(). A function
-// that calls Do for its own key with the context it was given gets
-// ErrReentrantLoad instead of waiting for itself. A load that
-// panics is reported to every waiter as a *PanicError, and the panic is not
-// propagated; one whose goroutine exits (runtime.Goexit) as ErrLoadExited.
+// cancellation (so one caller giving up does not fail the others). Every
+// caller, the first included, is a waiter: one whose own context ends
+// stops waiting with ctx.Err(), whether or not the load has returned, and
+// once no caller waits any more the load's context is cancelled and the
+// flight is forgotten, so that an origin call that hangs (but honours its
+// context) ends, and a later caller starts a load of its own instead of
+// joining one nobody wants. A caller whose context has already ended
+// starts no load. A function that calls Do for its own key with the
+// context it was given gets ErrReentrantLoad instead of waiting for
+// itself. A load that panics is reported to every waiter as a
+// *PanicError, and the panic is not propagated; one whose goroutine exits
+// (runtime.Goexit) as ErrLoadExited.
 type Group struct {
 	mu    sync.Mutex
 	calls map[string]*call
@@ -39,7 +45,11 @@ type call struct {
 	done chan struct{}
 	res  Result
 	err  error
-	dups int
+	// waiters counts the callers waiting for the result; guarded by the
+	// Group's mu. When it drops to 0 before the load returns, cancel
+	// cancels the load's context.
+	waiters int
+	cancel  context.CancelFunc
 }
 
 // Do runs fn for key unless a run is in flight, and returns its result
@@ -60,21 +70,48 @@ func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Contex
 			g.mu.Unlock()
 			return Result{}, true, ErrReentrantLoad // fn would wait for itself
 		}
-		c.dups++
+		c.waiters++
 		g.mu.Unlock()
-		select {
-		case <-c.done:
-			return c.res, true, c.err
-		case <-ctx.Done():
-			return Result{}, true, ctx.Err()
-		}
+		r, err := g.wait(ctx, key, c)
+		return r, true, err
 	}
-	c := &call{done: make(chan struct{})}
+	if err := ctx.Err(); err != nil {
+		g.mu.Unlock()
+		return Result{}, false, err // nobody would wait for the load
+	}
+	c := &call{done: make(chan struct{}), waiters: 1}
+	lctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), runningKey{g, key}, c))
+	c.cancel = cancel
 	g.calls[key] = c
 	g.mu.Unlock()
 
-	g.run(key, c, context.WithValue(context.WithoutCancel(ctx), runningKey{g, key}, c), fn)
-	return c.res, false, c.err
+	if ctx.Done() == nil { // the caller never stops waiting: run fn on its goroutine
+		g.run(key, c, lctx, fn)
+		return c.res, false, c.err
+	}
+	go g.run(key, c, lctx, fn)
+	r, err = g.wait(ctx, key, c)
+	return r, false, err
+}
+
+// wait waits for c's result or for ctx to end. The last waiter to leave
+// before the result cancels the load and forgets the flight.
+func (g *Group) wait(ctx context.Context, key string, c *call) (Result, error) {
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	c.waiters--
+	if c.waiters == 0 {
+		c.cancel()
+		if g.calls[key] == c {
+			delete(g.calls, key)
+		}
+	}
+	g.mu.Unlock()
+	return Result{}, ctx.Err()
 }
 
 // run runs fn for c and ends c's flight however fn ends: it returns, it
@@ -87,6 +124,7 @@ func (g *Group) run(key string, c *call, ctx context.Context, fn func(context.Co
 		if !returned {
 			c.res, c.err = Result{}, ErrLoadExited
 		}
+		c.cancel()
 		g.mu.Lock()
 		if g.calls[key] == c { // not forgotten and replaced meanwhile
 			delete(g.calls, key)
