@@ -382,6 +382,9 @@ func (c *Cache) GetWith(ctx context.Context, key string, load Loader) ([]byte, b
 	sk := c.storeKey(key)
 	it, ok, err := c.cfg.Backend.Get(ctx, sk)
 	if err != nil {
+		if ctx.Err() != nil { // the caller gave up: not a store failure
+			return nil, false, ctx.Err()
+		}
 		c.report(ctx, key, "tide: cache store read failed", err)
 	} else if ok {
 		if e := c.decode(it); e.hit {
@@ -564,6 +567,9 @@ func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (ma
 		p := pending{o: store.SetOptions{IfAbsent: true}, storeUp: err == nil}
 		switch {
 		case err != nil:
+			if ctx.Err() != nil { // the caller gave up: not a store failure
+				return nil, ctx.Err()
+			}
 			c.report(ctx, k, "tide: cache store read failed", err)
 		case ok:
 			if e := c.decode(it); e.hit {
@@ -584,6 +590,9 @@ func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (ma
 	}
 	if len(order) == 0 {
 		return out, nil
+	}
+	if err := ctx.Err(); err != nil { // nobody wants the load
+		return nil, err
 	}
 	c.loads.Add(1)
 	got, err := load(ctx, order)

@@ -143,3 +143,76 @@ func TestAbandonedLoadIsCancelledAndItsFlightCloses(t *testing.T) {
 		t.Errorf("Get after the abandoned load: got %+v, want v2 from a new load", got)
 	}
 }
+
+// A caller whose context has already ended gets ctx.Err(): the origin is
+// not called for it, and its cancellation is not reported as a store
+// failure (Logger and OnError hear about store failures only).
+func TestCancelledCallerDoesNotReachOriginNorReportStoreFailure(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	var loads atomic.Int64
+	var reports atomic.Int64
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b,
+		OnError: func(string, error) { reports.Add(1) },
+		Load: func(context.Context, string) ([]byte, bool, error) {
+			loads.Add(1)
+			return []byte("v"), true, nil
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	bulk := func(context.Context, []string) (map[string][]byte, error) {
+		loads.Add(1)
+		return map[string][]byte{"k": []byte("v")}, nil
+	}
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Get", func() error { _, _, err := c.Get(ctx, "k"); return err }},
+		{"GetMany bulk", func() error { _, err := c.GetMany(ctx, []string{"k"}, bulk); return err }},
+		{"GetMany per key", func() error { _, err := c.GetMany(ctx, []string{"k"}, nil); return err }},
+	} {
+		loads.Store(0)
+		reports.Store(0)
+		err := tc.call()
+		if !errors.Is(err, context.Canceled) || loads.Load() != 0 || reports.Load() != 0 {
+			t.Errorf("%s with a cancelled context: got err %v, %d loads, %d reports; want context.Canceled, 0, 0",
+				tc.name, err, loads.Load(), reports.Load())
+		}
+	}
+}
+
+// A load whose every caller gave up, and that returns a value anyway (an
+// origin that ignores its context), is still stored.
+func TestAbandonedLoadThatReturnsIsStored(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	var loads atomic.Int64
+	entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var reports atomic.Int64
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b, OnError: func(string, error) { reports.Add(1) },
+		Load: func(context.Context, string) ([]byte, bool, error) {
+			if loads.Add(1) == 1 {
+				close(entered)
+				<-release
+				defer close(returned)
+			}
+			return []byte("v"), true, nil
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	first := goGet(c, ctx, "k")
+	<-entered
+	cancel()
+	if got := wait(t, first, "Get after its context was cancelled"); !errors.Is(got.err, context.Canceled) {
+		t.Errorf("abandoned Get: got %+v, want context.Canceled", got)
+	}
+	close(release)
+	<-returned
+	for deadline := time.Now().Add(10 * time.Second); b.Engine().Len() == 0; { // the write follows the loader's return
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned load's result was not stored")
+		}
+		runtime.Gosched()
+	}
+	if v, _, err := c.Get(context.Background(), "k"); string(v) != "v" || err != nil || loads.Load() != 1 || reports.Load() != 0 {
+		t.Errorf("after the abandoned load returned: got (%q, %v), %d loads, %d store errors; want v from the cache, 1, 0", v, err, loads.Load(), reports.Load())
+	}
+}
