@@ -274,7 +274,8 @@ type Stats struct {
 	// Loads counts origin calls, foreground and background; a BulkLoader
 	// call counts once.
 	Loads uint64
-	// LoadErrors counts origin calls that failed.
+	// LoadErrors counts origin calls that failed: returned an error,
+	// panicked, or never returned (runtime.Goexit).
 	LoadErrors uint64
 	// Refreshes counts background refreshes started.
 	Refreshes uint64
@@ -444,9 +445,8 @@ func (c *Cache) fill(ctx context.Context, key string, load Loader, storeUp, refr
 		}
 	}
 	c.loads.Add(1)
-	v, found, err := load(ctx, key)
+	v, found, err := c.callLoad(ctx, key, load)
 	if err != nil {
-		c.loadErrors.Add(1)
 		return Result{}, err
 	}
 	if storeUp {
@@ -455,6 +455,33 @@ func (c *Cache) fill(ctx context.Context, key string, load Loader, storeUp, refr
 		c.store(context.WithoutCancel(ctx), key, v, found, o)
 	}
 	return Result{Value: v, Found: found}, nil
+}
+
+// callLoad calls load and counts a failure: an error, or a panic (which it
+// lets through, for the Group to report).
+func (c *Cache) callLoad(ctx context.Context, key string, load Loader) (v []byte, found bool, err error) {
+	failed := true
+	defer func() {
+		if failed {
+			c.loadErrors.Add(1)
+		}
+	}()
+	v, found, err = load(ctx, key)
+	failed = err != nil
+	return v, found, err
+}
+
+// callBulkLoad is callLoad for a BulkLoader.
+func (c *Cache) callBulkLoad(ctx context.Context, keys []string, load BulkLoader) (got map[string][]byte, err error) {
+	failed := true
+	defer func() {
+		if failed {
+			c.loadErrors.Add(1)
+		}
+	}()
+	got, err = load(ctx, keys)
+	failed = err != nil
+	return got, err
 }
 
 // store writes a loaded result under o's condition. A lost condition means
@@ -595,9 +622,8 @@ func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (ma
 		return nil, err
 	}
 	c.loads.Add(1)
-	got, err := load(ctx, order)
+	got, err := c.callBulkLoad(ctx, order, load)
 	if err != nil {
-		c.loadErrors.Add(1)
 		return nil, err
 	}
 	for _, k := range order {

@@ -216,3 +216,25 @@ func TestAbandonedLoadThatReturnsIsStored(t *testing.T) {
 		t.Errorf("after the abandoned load returned: got (%q, %v), %d loads, %d store errors; want v from the cache, 1, 0", v, err, loads.Load(), reports.Load())
 	}
 }
+
+// A loader that panics is an origin call that failed: LoadErrors counts it.
+func TestLoaderPanicCountsAsLoadError(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b,
+		Load: func(context.Context, string) ([]byte, bool, error) { panic("origin bug") }})
+	_, _, err := c.Get(context.Background(), "k")
+	var pe *cache.PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Get with a panicking loader: got %v, want *PanicError", err)
+	}
+	if st := c.Stats(); st.Loads != 1 || st.LoadErrors != 1 {
+		t.Errorf("Stats after a panicking load: got Loads %d, LoadErrors %d; want 1, 1", st.Loads, st.LoadErrors)
+	}
+	func() {
+		defer func() { _ = recover() }() // a bulk loader runs on the caller's goroutine: its panic is the caller's
+		c.GetMany(context.Background(), []string{"b"}, func(context.Context, []string) (map[string][]byte, error) { panic("origin bug") })
+	}()
+	if st := c.Stats(); st.Loads != 2 || st.LoadErrors != 2 {
+		t.Errorf("Stats after a panicking bulk load: got Loads %d, LoadErrors %d; want 2, 2", st.Loads, st.LoadErrors)
+	}
+}
