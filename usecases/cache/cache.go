@@ -49,7 +49,9 @@
 // served, and one background load refreshes it; the entry is stale but
 // usable until its TTL, so a hot key never makes a caller wait for the
 // origin, and the window in which a stale value may be served is TTL −
-// RefreshAfter. Background refreshes run on goroutines the Cache owns: at
+// RefreshAfter. Both scale with the entry's jittered TTL: an entry written
+// for 0.9·TTL is refreshed after 0.9·RefreshAfter, so that every entry is
+// refreshed ahead, even one whose TTL was jittered below RefreshAfter. Background refreshes run on goroutines the Cache owns: at
 // most Config.MaxRefreshes at a time (a refresh that finds no free slot is
 // skipped, and the next Get of the key tries again), one per key; Close
 // cancels their contexts and waits for them. A refresh that fails leaves
@@ -78,6 +80,7 @@ import (
 	"iter"
 	"log/slog"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -127,7 +130,7 @@ type Config struct {
 	NoNegative bool
 	// RefreshAfter, if positive, is the age after which an entry is
 	// refreshed in the background while it is still served (see the
-	// package doc). 0 means no refresh ahead: an entry lives TTL, then
+	// package doc), scaled by the entry's jitter. 0 means no refresh ahead: an entry lives TTL, then
 	// the next Get loads it. It must be less than TTL.
 	RefreshAfter time.Duration
 	// MaxRefreshes bounds the background refreshes running at once. 0
@@ -321,7 +324,7 @@ type entry struct {
 	found bool
 	// hit is false for an invalidated or unreadable entry (load it).
 	hit bool
-	// aged reports a value older than RefreshAfter (refresh it).
+	// aged reports a value due for a refresh (see Cache.aged).
 	aged bool
 }
 
@@ -336,14 +339,27 @@ func (c *Cache) decode(it store.Item) entry {
 			return entry{}
 		}
 		full := time.Duration(binary.BigEndian.Uint64(v[1:9]))
-		aged := c.cfg.RefreshAfter > 0 && it.TTL != store.NoTTL && full-it.TTL >= c.cfg.RefreshAfter
-		return entry{value: v[9:], found: true, hit: true, aged: aged}
+		return entry{value: v[9:], found: true, hit: true, aged: c.aged(full, it.TTL)}
 	case tagValue:
 		return entry{value: v[1:], found: true, hit: true}
 	case tagNegative:
 		return entry{hit: true}
 	}
 	return entry{}
+}
+
+// aged reports whether an entry written with TTL full, left is left, is
+// due for a refresh: it has lived RefreshAfter/TTL of full. Scaled, so
+// that an entry whose TTL was jittered below RefreshAfter is refreshed
+// too (at RefreshAfter exactly when full is TTL): age·TTL ≥
+// RefreshAfter·full, in 128 bits (the products reach 2^123).
+func (c *Cache) aged(full, left time.Duration) bool {
+	if c.cfg.RefreshAfter <= 0 || left == store.NoTTL || full <= 0 || left > full {
+		return false
+	}
+	ah, al := bits.Mul64(uint64(full-left), uint64(c.cfg.TTL))
+	rh, rl := bits.Mul64(uint64(c.cfg.RefreshAfter), uint64(full))
+	return ah > rh || ah == rh && al >= rl
 }
 
 func encodeValue(v []byte, ttl time.Duration) []byte {

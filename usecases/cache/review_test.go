@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -236,5 +237,78 @@ func TestLoaderPanicCountsAsLoadError(t *testing.T) {
 	}()
 	if st := c.Stats(); st.Loads != 2 || st.LoadErrors != 2 {
 		t.Errorf("Stats after a panicking bulk load: got Loads %d, LoadErrors %d; want 2, 2", st.Loads, st.LoadErrors)
+	}
+}
+
+// Refresh ahead with jitter: an entry is refreshed before it expires,
+// whatever its jittered TTL, so a hot key never makes a caller wait. Here
+// RefreshAfter is within the jitter of TTL: entries whose TTL was jittered
+// below RefreshAfter must refresh too.
+func TestEveryJitteredEntryRefreshesBeforeItExpires(t *testing.T) {
+	b, clk := storetest.NewEmbedded(t)
+	c, err := cache.New(cache.Config{Name: "c", Backend: b, TTL: 10 * time.Second, Jitter: 0.5, RefreshAfter: 9 * time.Second,
+		Load: func(_ context.Context, key string) ([]byte, bool, error) { return []byte(key), true, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	// Jittered over [5 s, 15 s], 40% of the entries live less than
+	// RefreshAfter: among 50, the shortest does (but for a chance of 1e-11).
+	const n = 50
+	for i := range n {
+		if _, _, err := c.Get(ctx, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shortest, ttl := "", time.Duration(1<<62)
+	for k, it := range b.Engine().Items() {
+		if it.TTL < ttl {
+			shortest, ttl = k, it.TTL
+		}
+	}
+	if ttl >= 9*time.Second {
+		t.Skipf("no entry jittered below RefreshAfter (shortest %v)", ttl)
+	}
+	key := shortest[len("tide:cache:c:k:"):]
+	clk.Advance(ttl - time.Millisecond) // its last millisecond
+	if v, _, err := c.Get(ctx, key); string(v) != key || err != nil {
+		t.Fatalf("Get %q in its last millisecond: got (%q, %v)", key, v, err)
+	}
+	if st := c.Stats(); st.Refreshes != 1 {
+		t.Errorf("entry with TTL %v (RefreshAfter 9s) in its last millisecond: %d refreshes started, want 1 (else the hot key expires and a caller waits for the origin)", ttl, st.Refreshes)
+	}
+}
+
+// Without jitter an entry is due for a refresh at RefreshAfter exactly,
+// at the limits too (TTLs whose products with each other overflow 64
+// bits).
+func TestRefreshAfterBoundaryWithoutJitter(t *testing.T) {
+	for _, tc := range []struct{ ttl, after time.Duration }{
+		{10 * time.Second, 5 * time.Second},
+		{10 * time.Second, time.Nanosecond},
+		{10 * time.Second, 10*time.Second - time.Nanosecond},
+		{cache.MaxTTL, cache.MaxTTL - time.Nanosecond},
+		{cache.MaxTTL, cache.MaxTTL / 3},
+	} {
+		b, clk := storetest.NewEmbedded(t)
+		c, err := cache.New(cache.Config{Name: "c", Backend: b, TTL: tc.ttl, RefreshAfter: tc.after, NoJitter: true,
+			Load: func(context.Context, string) ([]byte, bool, error) { return []byte("v"), true, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		c.Get(ctx, "k")
+		clk.Advance(tc.after - time.Nanosecond)
+		c.Get(ctx, "k")
+		if n := c.Stats().Refreshes; n != 0 {
+			t.Errorf("TTL %v, RefreshAfter %v: at age RefreshAfter−1ns got %d refreshes, want 0", tc.ttl, tc.after, n)
+		}
+		clk.Advance(time.Nanosecond)
+		c.Get(ctx, "k")
+		if n := c.Stats().Refreshes; n != 1 {
+			t.Errorf("TTL %v, RefreshAfter %v: at age RefreshAfter got %d refreshes, want 1", tc.ttl, tc.after, n)
+		}
+		c.Close()
 	}
 }
