@@ -648,7 +648,8 @@ func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (ma
 			out[k] = v
 		}
 		if p := missing[k]; p.storeUp {
-			c.store(ctx, k, v, found, p.o)
+			// Not failed by the caller's cancellation: the origin answered.
+			c.store(context.WithoutCancel(ctx), k, v, found, p.o)
 		}
 	}
 	return out, nil

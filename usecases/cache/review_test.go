@@ -312,3 +312,24 @@ func TestRefreshAfterBoundaryWithoutJitter(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A bulk load whose caller's context ends while it runs, and that returns
+// anyway, is stored like any other: the store writes are not failed (and
+// reported as store failures) for the caller's cancellation.
+func TestGetManyStoresWhatALateBulkLoadReturns(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	var reports atomic.Int64
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b, OnError: func(string, error) { reports.Add(1) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	got, err := c.GetMany(ctx, []string{"a", "b"}, func(context.Context, []string) (map[string][]byte, error) {
+		cancel() // the caller's deadline passes while the origin answers
+		return map[string][]byte{"a": []byte("A")}, nil
+	})
+	if err != nil || string(got["a"]) != "A" || len(got) != 1 {
+		t.Errorf("GetMany: got (%q, %v), want a=A", got, err)
+	}
+	if n := reports.Load(); n != 0 || b.Engine().Len() != 2 {
+		t.Errorf("after the bulk load: %d store failures reported, %d entries; want 0, 2 (a's value and b's miss)", n, b.Engine().Len())
+	}
+}
+
