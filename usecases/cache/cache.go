@@ -371,7 +371,8 @@ func encodeValue(v []byte, ttl time.Duration) []byte {
 
 // Get returns key's value from the cache, loading it with Config.Load on a
 // miss (ErrNoLoader if there is none). found is false if the origin has no
-// such key (then or within NegativeTTL).
+// such key (then or within NegativeTTL). The value is the caller's own,
+// even when the load was shared: modifying it changes nobody else's.
 //
 // The loaded value is stored only if the entry did not change since the
 // load began (a version-checked write), so a load that an Invalidate

@@ -333,3 +333,30 @@ func TestGetManyStoresWhatALateBulkLoadReturns(t *testing.T) {
 	}
 }
 
+// Callers that share one load each get a value of their own: one that
+// modifies its result does not change another's (nor race with it), just
+// as with values read from the store.
+func TestSharedLoadResultsAreNotAliased(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b,
+		Load: func(context.Context, string) ([]byte, bool, error) {
+			close(entered)
+			<-release
+			return []byte("value"), true, nil
+		}})
+	leader := make(chan []byte, 1)
+	go func() { v, _, _ := c.Get(context.Background(), "k"); leader <- v }()
+	<-entered
+	follower := make(chan []byte, 1)
+	go func() { v, _, _ := c.Get(context.Background(), "k"); follower <- v }()
+	for cache.Waiters(c, "k") < 2 {
+		runtime.Gosched()
+	}
+	close(release)
+	a, f := wait(t, leader, "leader"), wait(t, follower, "follower")
+	f[0] = 'X'
+	if string(a) != "value" || string(f) != "Xalue" {
+		t.Errorf("after the follower modified its result: leader has %q, follower %q; want value, Xalue", a, f)
+	}
+}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"sync"
 )
@@ -12,8 +13,9 @@ type Result struct {
 }
 
 // Group runs at most one load per key at a time: callers that arrive while
-// a load for their key is running wait for it and share its result. Its
-// zero value is ready to use; it is safe for concurrent use.
+// a load for their key is running wait for it and share its result, each
+// with a copy of the value of its own. Its zero value is ready to use; it
+// is safe for concurrent use.
 //
 // The load runs with the first caller's context values but without its
 // cancellation (so one caller giving up does not fail the others). Every
@@ -87,7 +89,7 @@ func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Contex
 
 	if ctx.Done() == nil { // the caller never stops waiting: run fn on its goroutine
 		g.run(key, c, lctx, fn)
-		return c.res, false, c.err
+		return c.result(), false, c.err
 	}
 	go g.run(key, c, lctx, fn)
 	r, err = g.wait(ctx, key, c)
@@ -99,7 +101,7 @@ func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Contex
 func (g *Group) wait(ctx context.Context, key string, c *call) (Result, error) {
 	select {
 	case <-c.done:
-		return c.res, c.err
+		return c.result(), c.err
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
@@ -112,6 +114,12 @@ func (g *Group) wait(ctx context.Context, key string, c *call) (Result, error) {
 	}
 	g.mu.Unlock()
 	return Result{}, ctx.Err()
+}
+
+// result is c's result for one caller: a copy of the value of its own, so
+// that callers sharing a load never share (and race on) its bytes.
+func (c *call) result() Result {
+	return Result{Value: bytes.Clone(c.res.Value), Found: c.res.Found}
 }
 
 // run runs fn for c and ends c's flight however fn ends: it returns, it
