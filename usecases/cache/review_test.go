@@ -360,3 +360,33 @@ func TestSharedLoadResultsAreNotAliased(t *testing.T) {
 		t.Errorf("after the follower modified its result: leader has %q, follower %q; want value, Xalue", a, f)
 	}
 }
+
+// Keys an adversary chooses (empty, NUL bytes, separators, hash-tag
+// braces, the raw/hashed boundary, far over the engine's key limit) are
+// each cached under their own entry: a second Get of each hits, no two
+// share a value, and no store failure is reported.
+func TestHostileKeysAreCachedApart(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	var reports atomic.Int64
+	var loads atomic.Int64
+	c, _ := cache.New(cache.Config{Name: "c", Backend: b, OnError: func(string, error) { reports.Add(1) },
+		Load: func(_ context.Context, key string) ([]byte, bool, error) {
+			loads.Add(1)
+			return []byte(key), true, nil
+		}})
+	long := func(n int) string { return string(make([]byte, n)) }
+	keys := []string{"", "\x00", "\x00\x00", ":", "k:", "h:", "k:x", "x", "{x}", "{", "}", "tide:cache:c:k:x",
+		long(255), long(256), long(257), long(70 << 10), "h:" + long(64)}
+	ctx := context.Background()
+	for round := range 2 {
+		for _, k := range keys {
+			v, found, err := c.Get(ctx, k)
+			if string(v) != k || !found || err != nil {
+				t.Errorf("round %d, Get(%q…): got (%d bytes, %v, %v), want its own value", round, k[:min(len(k), 8)], len(v), found, err)
+			}
+		}
+	}
+	if n := loads.Load(); n != int64(len(keys)) || reports.Load() != 0 {
+		t.Errorf("got %d loads and %d store failures for %d keys read twice, want %d and 0", n, reports.Load(), len(keys), len(keys))
+	}
+}
