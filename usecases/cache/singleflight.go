@@ -88,10 +88,10 @@ func (g *Group) DoShared(ctx context.Context, key string, fn func(context.Contex
 	g.mu.Unlock()
 
 	if ctx.Done() == nil { // the caller never stops waiting: run fn on its goroutine
-		g.run(key, c, lctx, fn)
+		g.run(lctx, key, c, fn)
 		return c.result(), false, c.err
 	}
-	go g.run(key, c, lctx, fn)
+	go g.run(lctx, key, c, fn)
 	r, err = g.wait(ctx, key, c)
 	return r, false, err
 }
@@ -126,7 +126,7 @@ func (c *call) result() Result {
 // panics (a *PanicError), or its goroutine exits (runtime.Goexit, as
 // t.FailNow does: ErrLoadExited). Left open, the flight would hold its
 // waiters, and every later caller of key, forever.
-func (g *Group) run(key string, c *call, ctx context.Context, fn func(context.Context) (Result, error)) {
+func (g *Group) run(ctx context.Context, key string, c *call, fn func(context.Context) (Result, error)) {
 	returned := false
 	defer func() {
 		if !returned {
