@@ -49,7 +49,9 @@
 // served, and one background load refreshes it; the entry is stale but
 // usable until its TTL, so a hot key never makes a caller wait for the
 // origin, and the window in which a stale value may be served is TTL −
-// RefreshAfter. Background refreshes run on goroutines the Cache owns: at
+// RefreshAfter. Both scale with the entry's jittered TTL: an entry written
+// for 0.9·TTL is refreshed after 0.9·RefreshAfter, so that every entry is
+// refreshed ahead, even one whose TTL was jittered below RefreshAfter. Background refreshes run on goroutines the Cache owns: at
 // most Config.MaxRefreshes at a time (a refresh that finds no free slot is
 // skipped, and the next Get of the key tries again), one per key; Close
 // cancels their contexts and waits for them. A refresh that fails leaves
@@ -78,6 +80,7 @@ import (
 	"iter"
 	"log/slog"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -127,7 +130,7 @@ type Config struct {
 	NoNegative bool
 	// RefreshAfter, if positive, is the age after which an entry is
 	// refreshed in the background while it is still served (see the
-	// package doc). 0 means no refresh ahead: an entry lives TTL, then
+	// package doc), scaled by the entry's jitter. 0 means no refresh ahead: an entry lives TTL, then
 	// the next Get loads it. It must be less than TTL.
 	RefreshAfter time.Duration
 	// MaxRefreshes bounds the background refreshes running at once. 0
@@ -274,7 +277,8 @@ type Stats struct {
 	// Loads counts origin calls, foreground and background; a BulkLoader
 	// call counts once.
 	Loads uint64
-	// LoadErrors counts origin calls that failed.
+	// LoadErrors counts origin calls that failed: returned an error,
+	// panicked, or never returned (runtime.Goexit).
 	LoadErrors uint64
 	// Refreshes counts background refreshes started.
 	Refreshes uint64
@@ -320,7 +324,7 @@ type entry struct {
 	found bool
 	// hit is false for an invalidated or unreadable entry (load it).
 	hit bool
-	// aged reports a value older than RefreshAfter (refresh it).
+	// aged reports a value due for a refresh (see Cache.aged).
 	aged bool
 }
 
@@ -335,14 +339,27 @@ func (c *Cache) decode(it store.Item) entry {
 			return entry{}
 		}
 		full := time.Duration(binary.BigEndian.Uint64(v[1:9]))
-		aged := c.cfg.RefreshAfter > 0 && it.TTL != store.NoTTL && full-it.TTL >= c.cfg.RefreshAfter
-		return entry{value: v[9:], found: true, hit: true, aged: aged}
+		return entry{value: v[9:], found: true, hit: true, aged: c.aged(full, it.TTL)}
 	case tagValue:
 		return entry{value: v[1:], found: true, hit: true}
 	case tagNegative:
 		return entry{hit: true}
 	}
 	return entry{}
+}
+
+// aged reports whether an entry written with TTL full, left is left, is
+// due for a refresh: it has lived RefreshAfter/TTL of full. Scaled, so
+// that an entry whose TTL was jittered below RefreshAfter is refreshed
+// too (at RefreshAfter exactly when full is TTL): age·TTL ≥
+// RefreshAfter·full, in 128 bits (the products reach 2^123).
+func (c *Cache) aged(full, left time.Duration) bool {
+	if c.cfg.RefreshAfter <= 0 || left == store.NoTTL || full <= 0 || left > full {
+		return false
+	}
+	ah, al := bits.Mul64(uint64(full-left), uint64(c.cfg.TTL))
+	rh, rl := bits.Mul64(uint64(c.cfg.RefreshAfter), uint64(full))
+	return ah > rh || ah == rh && al >= rl
 }
 
 func encodeValue(v []byte, ttl time.Duration) []byte {
@@ -354,7 +371,8 @@ func encodeValue(v []byte, ttl time.Duration) []byte {
 
 // Get returns key's value from the cache, loading it with Config.Load on a
 // miss (ErrNoLoader if there is none). found is false if the origin has no
-// such key (then or within NegativeTTL).
+// such key (then or within NegativeTTL). The value is the caller's own,
+// even when the load was shared: modifying it changes nobody else's.
 //
 // The loaded value is stored only if the entry did not change since the
 // load began (a version-checked write), so a load that an Invalidate
@@ -369,6 +387,12 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 // GetWith is Get with load as the loader for this call (Config.Load is not
 // used). A caller that joins a load already running for key gets that
 // load's result, whatever its loader.
+//
+// A caller whose ctx ends while the load runs returns ctx.Err() at once,
+// the caller that started the load included. The load goes on for the
+// callers still waiting (with the first caller's context values, not its
+// cancellation); once none waits, its context is cancelled (a result it
+// returns anyway is still stored).
 func (c *Cache) GetWith(ctx context.Context, key string, load Loader) ([]byte, bool, error) {
 	if load == nil {
 		return nil, false, ErrNoLoader
@@ -376,6 +400,9 @@ func (c *Cache) GetWith(ctx context.Context, key string, load Loader) ([]byte, b
 	sk := c.storeKey(key)
 	it, ok, err := c.cfg.Backend.Get(ctx, sk)
 	if err != nil {
+		if ctx.Err() != nil { // the caller gave up: not a store failure
+			return nil, false, ctx.Err()
+		}
 		c.report(ctx, key, "tide: cache store read failed", err)
 	} else if ok {
 		if e := c.decode(it); e.hit {
@@ -422,6 +449,9 @@ func (c *Cache) fill(ctx context.Context, key string, load Loader, storeUp, refr
 		it, ok, err := c.cfg.Backend.Get(ctx, sk)
 		switch {
 		case err != nil:
+			if ctx.Err() != nil { // every caller gave up: not a store failure
+				return Result{}, ctx.Err()
+			}
 			storeUp = false
 			c.report(ctx, key, "tide: cache store read failed", err)
 		case ok:
@@ -432,15 +462,43 @@ func (c *Cache) fill(ctx context.Context, key string, load Loader, storeUp, refr
 		}
 	}
 	c.loads.Add(1)
-	v, found, err := load(ctx, key)
+	v, found, err := c.callLoad(ctx, key, load)
 	if err != nil {
-		c.loadErrors.Add(1)
 		return Result{}, err
 	}
 	if storeUp {
-		c.store(ctx, key, v, found, o)
+		// Stored even if every caller gave up meanwhile (the Group then
+		// cancelled ctx): the origin answered, and the write is fenced.
+		c.store(context.WithoutCancel(ctx), key, v, found, o)
 	}
 	return Result{Value: v, Found: found}, nil
+}
+
+// callLoad calls load and counts a failure: an error, or a panic (which it
+// lets through, for the Group to report).
+func (c *Cache) callLoad(ctx context.Context, key string, load Loader) (v []byte, found bool, err error) {
+	failed := true
+	defer func() {
+		if failed {
+			c.loadErrors.Add(1)
+		}
+	}()
+	v, found, err = load(ctx, key)
+	failed = err != nil
+	return v, found, err
+}
+
+// callBulkLoad is callLoad for a BulkLoader.
+func (c *Cache) callBulkLoad(ctx context.Context, keys []string, load BulkLoader) (got map[string][]byte, err error) {
+	failed := true
+	defer func() {
+		if failed {
+			c.loadErrors.Add(1)
+		}
+	}()
+	got, err = load(ctx, keys)
+	failed = err != nil
+	return got, err
 }
 
 // store writes a loaded result under o's condition. A lost condition means
@@ -487,15 +545,17 @@ func (c *Cache) refresh(ctx context.Context, key string, version uint64, load Lo
 		}()
 		defer stop()
 		defer cancel()
-		// The Group runs fill without bctx's cancellation; Close must still
-		// reach the loader (a load that returns anyway is still stored).
+		// The Group runs fill on this goroutine, without bctx's
+		// cancellation, so that Close waits for it (no write after Close);
+		// Close must still reach the loader (a load that returns anyway is
+		// still stored).
 		closable := func(ctx context.Context, key string) ([]byte, bool, error) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(c.closing, cancel)()
 			return load(ctx, key)
 		}
-		_, err := c.group.Do(bctx, flightKey(key, version, true), func(ctx context.Context) (Result, error) {
+		_, err := c.group.Do(context.WithoutCancel(bctx), flightKey(key, version, true), func(ctx context.Context) (Result, error) {
 			return c.fill(ctx, key, closable, true, true)
 		})
 		if err != nil {
@@ -551,6 +611,9 @@ func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (ma
 		p := pending{o: store.SetOptions{IfAbsent: true}, storeUp: err == nil}
 		switch {
 		case err != nil:
+			if ctx.Err() != nil { // the caller gave up: not a store failure
+				return nil, ctx.Err()
+			}
 			c.report(ctx, k, "tide: cache store read failed", err)
 		case ok:
 			if e := c.decode(it); e.hit {
@@ -572,10 +635,12 @@ func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (ma
 	if len(order) == 0 {
 		return out, nil
 	}
+	if err := ctx.Err(); err != nil { // nobody wants the load
+		return nil, err
+	}
 	c.loads.Add(1)
-	got, err := load(ctx, order)
+	got, err := c.callBulkLoad(ctx, order, load)
 	if err != nil {
-		c.loadErrors.Add(1)
 		return nil, err
 	}
 	for _, k := range order {
@@ -584,7 +649,8 @@ func (c *Cache) GetMany(ctx context.Context, keys []string, load BulkLoader) (ma
 			out[k] = v
 		}
 		if p := missing[k]; p.storeUp {
-			c.store(ctx, k, v, found, p.o)
+			// Not failed by the caller's cancellation: the origin answered.
+			c.store(context.WithoutCancel(ctx), k, v, found, p.o)
 		}
 	}
 	return out, nil

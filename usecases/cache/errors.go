@@ -12,6 +12,10 @@ var (
 	// a Group function) that asks, with the context it was given, for the
 	// key it is loading.
 	ErrReentrantLoad = errors.New("tide: cache load re-entered for its own key")
+	// ErrLoadExited reports a load whose goroutine exited without
+	// returning (runtime.Goexit): its waiters get it instead of waiting
+	// forever.
+	ErrLoadExited = errors.New("tide: cache load exited without returning")
 )
 
 // PanicError reports a load function that panicked.
