@@ -312,6 +312,12 @@ func (f Flag) On(unit string) bool {
 
 // Get reads name from the store.
 func (s *Store) Get(ctx context.Context, name string) (Flag, bool, error) {
+	return s.get(ctx, name, s.cfg.LocalClock.Now())
+}
+
+// get is Get with the local time the read began (the age of what it
+// reads, for the cache).
+func (s *Store) get(ctx context.Context, name string, at int64) (Flag, bool, error) {
 	k, _ := s.keys(name)
 	it, ok, err := s.cfg.Backend.Get(ctx, k)
 	if err != nil {
@@ -328,21 +334,36 @@ func (s *Store) Get(ctx context.Context, name string) (Flag, bool, error) {
 		return Flag{}, false, err
 	}
 	f := Flag{Name: name, State: r.State.state(), Revision: r.Revision, UpdatedAt: r.UpdatedAt, UpdatedBy: string(r.UpdatedBy), version: it.Version}
-	s.remember(f, true)
+	s.remember(f, true, at)
 	return f, true, nil
 }
 
-func (s *Store) remember(f Flag, found bool) {
-	now := s.cfg.LocalClock.Now()
+// remember caches what a read or write that began at local time at found.
+// The copy's age counts from at (the store may have changed at any time
+// after), and older knowledge never replaces newer: a lower revision does
+// not replace a higher one, nor does a miss replace a fresh record (flags
+// are never deleted through a Store, so such a miss is a read that ran
+// before a write whose record is cached here).
+func (s *Store) remember(f Flag, found bool, at int64) {
 	s.mu.Lock()
-	if c, ok := s.cache[f.Name]; !ok || !c.found || !found || f.Revision >= c.f.Revision {
-		s.cache[f.Name] = cached{f: f, found: found, at: now}
+	defer s.mu.Unlock()
+	c, ok := s.cache[f.Name]
+	switch {
+	case !ok:
+	case found && c.found && f.Revision == c.f.Revision, !found && !c.found:
+		c.at = max(c.at, at)
+		s.cache[f.Name] = c
+		return
+	case found && c.found && f.Revision < c.f.Revision:
+		return
+	case !found && c.found && time.Duration(s.cfg.LocalClock.Now()-c.at) < s.cfg.MaxStaleness:
+		return
 	}
-	s.mu.Unlock()
+	s.cache[f.Name] = cached{f: f, found: found, at: at}
 }
 
 // Cached reads name through the local cache: a copy at most MaxStaleness
-// old, else a store read.
+// old (counted from when it was read from the store), else a store read.
 func (s *Store) Cached(ctx context.Context, name string) (Flag, bool, error) {
 	now := s.cfg.LocalClock.Now()
 	s.mu.Lock()
@@ -351,12 +372,12 @@ func (s *Store) Cached(ctx context.Context, name string) (Flag, bool, error) {
 	if ok && time.Duration(now-c.at) < s.cfg.MaxStaleness {
 		return c.f, c.found, nil
 	}
-	f, found, err := s.Get(ctx, name)
+	f, found, err := s.get(ctx, name, now)
 	if err != nil {
 		return Flag{}, false, err
 	}
 	if !found {
-		s.remember(Flag{Name: name}, false)
+		s.remember(Flag{Name: name}, false, now)
 	}
 	return f, found, nil
 }
@@ -392,6 +413,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	if err := validState(next); err != nil {
 		return Flag{}, err
 	}
+	at := s.cfg.LocalClock.Now()
 	now, err := s.cfg.Backend.Now(ctx)
 	if err != nil {
 		s.rep.Report(ctx, slog.LevelError, "tide: flag write failed", name, err)
@@ -422,7 +444,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 		return Flag{}, ErrConflict
 	}
 	f := Flag{Name: name, State: next, Revision: rec.Revision, UpdatedAt: now, UpdatedBy: actor, version: d.Version}
-	s.remember(f, true)
+	s.remember(f, true, at)
 	s.notify(f, false)
 	return f, nil
 }
