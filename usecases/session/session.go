@@ -228,9 +228,25 @@ type Session struct {
 	// Record is the session's data. Its UserID is fixed at creation: Save
 	// and Rotate refuse a changed one with ErrInvalidUser (a different
 	// user needs a new session, and the per-user index must stay exact).
+	// Its Created and Deadline are fixed too (the absolute deadline never
+	// moves): Save and Rotate refuse a change with ErrFixedField.
 	Record
 	version uint64
 	user    string // the UserID the session was created (and indexed) with
+	// the Created and Deadline the session was created with
+	created, deadline time.Time
+}
+
+// fixed reports an error if s's user, creation time or deadline changed
+// since it was created.
+func (s *Session) fixed() error {
+	if s.UserID != s.user {
+		return fmt.Errorf("%w: a session's user cannot change (%q to %q)", ErrInvalidUser, s.user, s.UserID)
+	}
+	if !s.Created.Equal(s.created) || !s.Deadline.Equal(s.deadline) {
+		return fmt.Errorf("%w: a session's creation time and absolute deadline cannot change", ErrFixedField)
+	}
+	return nil
 }
 
 // Version returns the store version the session was loaded or last saved
@@ -564,6 +580,7 @@ func (m *Manager) insert(ctx context.Context, s *Session, now time.Time) error {
 		}
 		if ok {
 			s.ID, s.version = id, v
+			s.created, s.deadline = s.Created, s.Deadline
 			return nil
 		}
 		// A 256-bit collision: try another ID.
@@ -600,7 +617,7 @@ func (m *Manager) get(ctx context.Context, id string) (*Session, bool, error) {
 	if err := m.cfg.Codec.Unmarshal(it.Value, &s.Record); err != nil {
 		return nil, false, fmt.Errorf("%w: session record: %v", store.ErrCorrupt, err)
 	}
-	s.user = s.UserID
+	s.user, s.created, s.deadline = s.UserID, s.Created, s.Deadline
 	return s, true, nil
 }
 
@@ -629,8 +646,8 @@ func (m *Manager) Touch(ctx context.Context, s *Session) (bool, error) {
 
 // write CASes s at its version with the capped sliding TTL.
 func (m *Manager) write(ctx context.Context, s *Session, now time.Time) error {
-	if s.UserID != s.user {
-		return fmt.Errorf("%w: a session's user cannot change (%q to %q)", ErrInvalidUser, s.user, s.UserID)
+	if err := s.fixed(); err != nil {
+		return err
 	}
 	ttl := m.ttl(&s.Record, now)
 	if ttl <= 0 {
@@ -712,8 +729,8 @@ func (m *Manager) Rotate(ctx context.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
-	if s.UserID != s.user {
-		return fmt.Errorf("%w: a session's user cannot change (%q to %q)", ErrInvalidUser, s.user, s.UserID)
+	if err := s.fixed(); err != nil {
+		return err
 	}
 	old, oldVersion := s.ID, s.version
 	ns := &Session{Record: s.Record, user: s.user}

@@ -1,0 +1,147 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/usecases/session"
+	"github.com/tidekv/tide/usecases/store/storetest"
+)
+
+// The absolute deadline never moves: a Session's Record is exported, but
+// an edit of its Deadline (or Created) saved by Save, Update or Rotate
+// must not let the session outlive creation + AbsoluteTimeout.
+func TestAbsoluteDeadlineCannotBeMoved(t *testing.T) {
+	const idle, abs = time.Minute, time.Hour
+	cases := []struct {
+		name string
+		edit func(ctx context.Context, m *session.Manager, s *session.Session) (*session.Session, error)
+	}{
+		{"Save", func(ctx context.Context, m *session.Manager, s *session.Session) (*session.Session, error) {
+			s.Deadline = s.Deadline.Add(1000 * time.Hour)
+			return s, m.Save(ctx, s)
+		}},
+		{"Update", func(ctx context.Context, m *session.Manager, s *session.Session) (*session.Session, error) {
+			return m.Update(ctx, s.ID, func(s *session.Session) error {
+				s.Deadline = s.Deadline.Add(1000 * time.Hour)
+				return nil
+			})
+		}},
+		{"Rotate", func(ctx context.Context, m *session.Manager, s *session.Session) (*session.Session, error) {
+			s.Deadline = s.Deadline.Add(1000 * time.Hour)
+			return s, m.Rotate(ctx, s)
+		}},
+		{"SaveCreated", func(ctx context.Context, m *session.Manager, s *session.Session) (*session.Session, error) {
+			s.Created = s.Created.Add(1000 * time.Hour)
+			s.Deadline = s.Deadline.Add(1000 * time.Hour)
+			return s, m.Save(ctx, s)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			b, clk := storetest.NewEmbedded(t)
+			m, err := session.New(session.Config{Backend: b, IdleTimeout: idle, AbsoluteTimeout: abs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := m.Create(ctx, "alice", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := s.Deadline
+			id := s.ID
+			ns, err := c.edit(ctx, m, s)
+			if !errors.Is(err, session.ErrFixedField) {
+				t.Errorf("%s of a moved deadline: got %v, want ErrFixedField", c.name, err)
+			}
+			if err == nil && ns != nil {
+				id = ns.ID
+			}
+			// Stay active (a request every half idle timeout) past the
+			// deadline.
+			for now := clk.Time(); now.Before(deadline.Add(idle)); now = clk.Time() {
+				clk.Advance(idle / 2)
+				got, ok, err := m.Load(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok && !clk.Time().Before(deadline) {
+					t.Fatalf("session loaded %v after its absolute deadline (deadline now %v): got live, want gone", clk.Time().Sub(deadline), got.Deadline.Sub(deadline))
+				}
+				if !ok && clk.Time().Before(deadline) {
+					t.Fatalf("active session gone %v before its deadline", deadline.Sub(clk.Time()))
+				}
+			}
+		})
+	}
+}
+
+// No request of a session, however stale or concurrent, brings a revoked
+// session back: after Destroy returns, every Load misses, whatever Loads,
+// Saves, Touches and Updates were in flight.
+func TestConcurrentRequestsDoNotUndoDestroy(t *testing.T) {
+	ctx := context.Background()
+	b, clk := storetest.NewEmbedded(t)
+	m, err := session.New(session.Config{Backend: b, IdleTimeout: time.Minute, TouchInterval: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 50 {
+		s, err := m.Create(ctx, "alice", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		destroyed := make(chan struct{})
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-destroyed:
+						if i > 0 {
+							return
+						}
+					default:
+					}
+					clk.Advance(time.Microsecond)
+					ls, ok, err := m.Load(ctx, s.ID)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if !ok {
+						continue
+					}
+					ls.SetInt("n", i)
+					switch g % 2 {
+					case 0:
+						if err := m.Save(ctx, ls); err != nil && !errors.Is(err, session.ErrConflict) && !errors.Is(err, session.ErrNotFound) {
+							t.Error(err)
+						}
+					case 1:
+						if _, err := m.Update(ctx, s.ID, func(s *session.Session) error { s.SetInt("n", i); return nil }); err != nil && !errors.Is(err, session.ErrNotFound) {
+							t.Error(err)
+						}
+					}
+				}
+			}()
+		}
+		if _, err := m.Destroy(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		close(destroyed)
+		wg.Wait()
+		if _, ok, err := m.Load(ctx, s.ID); ok || err != nil {
+			t.Fatalf("round %d: Load after Destroy: got ok=%v err=%v, want a miss", round, ok, err)
+		}
+		if n, err := m.List(ctx, "alice"); err != nil || len(n) != 0 {
+			t.Fatalf("round %d: List after Destroy: got %d sessions (err %v), want 0", round, len(n), err)
+		}
+	}
+}
