@@ -2,7 +2,12 @@ package session_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"github.com/tidekv/tide/usecases/store"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -144,4 +149,77 @@ func TestConcurrentRequestsDoNotUndoDestroy(t *testing.T) {
 			t.Fatalf("round %d: List after Destroy: got %d sessions (err %v), want 0", round, len(n), err)
 		}
 	}
+}
+
+// sessionKey is the store key of session id under the default prefix.
+func sessionKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return "tide:sess:" + hex.EncodeToString(sum[:])
+}
+
+// A record the Codec cannot decode (written by an older Codec, or
+// damaged) must not make its session irrevocable, nor lock its browser
+// out: Destroy deletes it, and Login and Logout through the middleware
+// replace the cookie, revoking it.
+func TestUndecodableRecordIsRevocable(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		run  func(t *testing.T, m *session.Manager, id string)
+	}{
+		{"Destroy", func(t *testing.T, m *session.Manager, id string) {
+			if ok, err := m.Destroy(ctx, id); !ok || err != nil {
+				t.Errorf("Destroy: got %v, %v, want true, nil", ok, err)
+			}
+		}},
+		{"MiddlewareLogin", func(t *testing.T, m *session.Manager, id string) {
+			serveWith(t, m, id, func(w http.ResponseWriter, r *http.Request) {
+				if _, err := session.Login(r.Context(), "bob", "", nil); err != nil {
+					t.Errorf("Login: got %v, want nil", err)
+				}
+			})
+		}},
+		{"MiddlewareLogout", func(t *testing.T, m *session.Manager, id string) {
+			serveWith(t, m, id, func(w http.ResponseWriter, r *http.Request) {
+				if err := session.Logout(r.Context()); err != nil {
+					t.Errorf("Logout: got %v, want nil", err)
+				}
+			})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, _ := storetest.NewEmbedded(t)
+			m, err := session.New(session.Config{Backend: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := m.Create(ctx, "alice", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := b.Set(ctx, sessionKey(s.ID), []byte("\x00not a record"), store.SetOptions{TTL: time.Hour}); !ok || err != nil {
+				t.Fatalf("damaging the record: %v %v", ok, err)
+			}
+			c.run(t, m, s.ID)
+			if _, ok, err := b.Get(ctx, sessionKey(s.ID)); ok || err != nil {
+				t.Errorf("the undecodable record: got present=%v err=%v, want deleted", ok, err)
+			}
+		})
+	}
+}
+
+// serveWith serves one request carrying session cookie id through a
+// default middleware on m, with handler h.
+func serveWith(t *testing.T, m *session.Manager, id string, h http.HandlerFunc) *httptest.ResponseRecorder {
+	t.Helper()
+	mw, err := session.NewMiddleware(session.HTTPConfig{Manager: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/", nil)
+	req.AddCookie(&http.Cookie{Name: "tide_session", Value: id})
+	mw(h).ServeHTTP(rec, req)
+	return rec
 }

@@ -761,19 +761,30 @@ func (m *Manager) Rotate(ctx context.Context, s *Session) error {
 }
 
 // Destroy revokes the session with ID id and reports whether it existed.
+// A record the Codec cannot decode is deleted too (its index entry, if
+// any, is pruned by List or DestroyAll, or leaves at its deadline).
 func (m *Manager) Destroy(ctx context.Context, id string) (bool, error) {
-	s, ok, err := m.get(ctx, id)
+	if !validID(id) {
+		return false, nil
+	}
+	h := handle(id)
+	it, ok, err := m.cfg.Backend.Get(ctx, m.key(h))
 	if !ok || err != nil {
 		return false, err
 	}
-	deleted, err := m.cfg.Backend.Delete(ctx, m.key(handle(id)))
+	var r Record
+	decoded := m.cfg.Codec.Unmarshal(it.Value, &r) == nil
+	deleted, err := m.cfg.Backend.Delete(ctx, m.key(h))
 	if err != nil {
 		return false, err
 	}
 	if deleted {
 		m.revoked.Add(1)
 	}
-	if err := m.indexRemove(ctx, s.UserID, handle(id)); err != nil {
+	if !decoded {
+		return deleted, nil
+	}
+	if err := m.indexRemove(ctx, r.UserID, h); err != nil {
 		return deleted, err
 	}
 	return deleted, nil
