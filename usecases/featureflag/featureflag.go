@@ -124,7 +124,16 @@ type Flag struct {
 	Revision  uint64
 	UpdatedAt time.Time
 	UpdatedBy string
-	version   uint64
+	// the store version, name, revision and state as read: Update judges
+	// a write against these, whatever the caller did to the fields above
+	version uint64
+	read    readAs
+}
+
+type readAs struct {
+	name     string
+	revision uint64
+	state    State
 }
 
 // AuditRecord is one entry of a flag's audit log.
@@ -334,6 +343,7 @@ func (s *Store) get(ctx context.Context, name string, at int64) (Flag, bool, err
 		return Flag{}, false, err
 	}
 	f := Flag{Name: name, State: r.State.state(), Revision: r.Revision, UpdatedAt: r.UpdatedAt, UpdatedBy: string(r.UpdatedBy), version: it.Version}
+	f.read = readAs{name, f.Revision, f.State}
 	s.remember(f, true, at)
 	return f, true, nil
 }
@@ -424,9 +434,9 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	var ifVersion uint64
 	if prev != nil {
 		ifVersion = prev.version
-		rec.Revision = prev.Revision + 1
+		rec.Revision = prev.read.revision + 1
 		audit.Revision = rec.Revision
-		before := toWire(prev.State)
+		before := toWire(prev.read.state)
 		audit.Before = &before
 	}
 	val, _ := json.Marshal(rec)
@@ -444,6 +454,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 		return Flag{}, ErrConflict
 	}
 	f := Flag{Name: name, State: next, Revision: rec.Revision, UpdatedAt: now, UpdatedBy: actor, version: d.Version}
+	f.read = readAs{name, f.Revision, f.State}
 	s.remember(f, true, at)
 	s.notify(f, false)
 	return f, nil
@@ -454,11 +465,17 @@ func (s *Store) Create(ctx context.Context, name string, st State, actor, reason
 	return s.write(ctx, name, nil, st, actor, reason)
 }
 
-// Update writes next over prev, a Flag read earlier with Get or Cached,
-// if the flag has not changed since; otherwise ErrConflict.
+// Update writes next over prev, a Flag read earlier with Get or Cached
+// (or returned by a write), if the flag has not changed since; otherwise
+// ErrConflict. prev's State may have been edited in place (the audit
+// record's Before is the state as read); a prev whose Name or Revision
+// was changed is ErrInvalidFlag.
 func (s *Store) Update(ctx context.Context, prev Flag, next State, actor, reason string) (Flag, error) {
 	if prev.version == 0 {
 		return Flag{}, fmt.Errorf("%w: %q was not read from the store", ErrInvalidFlag, prev.Name)
+	}
+	if prev.Name != prev.read.name || prev.Revision != prev.read.revision {
+		return Flag{}, fmt.Errorf("%w: %q (revision %d) was read as %q (revision %d)", ErrInvalidFlag, prev.Name, prev.Revision, prev.read.name, prev.read.revision)
 	}
 	return s.write(ctx, prev.Name, &prev, next, actor, reason)
 }
