@@ -18,7 +18,8 @@ var (
 	// ErrInvalidUser reports an empty user ID, or a Save or Rotate of a
 	// session whose UserID was changed.
 	ErrInvalidUser = errors.New("tide: invalid session user")
-	// ErrFixedField reports a Save, Update or Rotate of a session whose
-	// Created or Deadline was changed: the absolute deadline never moves.
-	ErrFixedField = errors.New("tide: session creation time and deadline are fixed")
+	// ErrFixedField reports a Save, Update or Rotate of a session whose ID,
+	// Created or Deadline was changed: a Session writes only its own
+	// record, and the absolute deadline never moves.
+	ErrFixedField = errors.New("tide: a session's ID, creation time and deadline are fixed")
 )

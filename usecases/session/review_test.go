@@ -223,3 +223,111 @@ func serveWith(t *testing.T, m *session.Manager, id string, h http.HandlerFunc) 
 	mw(h).ServeHTTP(rec, req)
 	return rec
 }
+
+// perKeyBackend is a session.Backend (no TTLs) whose versions count per
+// key, as the store contract allows: versions of different keys may be
+// equal (Redis's per-slot counters).
+type perKeyBackend struct {
+	mu   sync.Mutex
+	vals map[string]store.Item
+	ver  map[string]uint64
+}
+
+func newPerKeyBackend() *perKeyBackend {
+	return &perKeyBackend{vals: map[string]store.Item{}, ver: map[string]uint64{}}
+}
+
+func (b *perKeyBackend) Now(context.Context) (time.Time, error) {
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil
+}
+
+func (b *perKeyBackend) Get(_ context.Context, key string) (store.Item, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	it, ok := b.vals[key]
+	return it, ok, nil
+}
+
+func (b *perKeyBackend) Set(_ context.Context, key string, value []byte, o store.SetOptions) (uint64, bool, error) {
+	if err := o.Validate(); err != nil {
+		return 0, false, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	it, ok := b.vals[key]
+	if o.IfAbsent && ok || o.IfVersion != 0 && it.Version != o.IfVersion {
+		return 0, false, nil
+	}
+	b.ver[key]++
+	b.vals[key] = store.Item{Value: append([]byte(nil), value...), Version: b.ver[key]}
+	return b.ver[key], true, nil
+}
+
+func (b *perKeyBackend) CompareAndDelete(_ context.Context, key string, version uint64) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if it, ok := b.vals[key]; !ok || it.Version != version {
+		return false, nil
+	}
+	delete(b.vals, key)
+	return true, nil
+}
+
+func (b *perKeyBackend) Delete(_ context.Context, key string) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.vals[key]
+	delete(b.vals, key)
+	return ok, nil
+}
+
+// A Session's ID is exported, but a Save or Rotate of a session whose ID
+// was changed to another session's must not write this session's record
+// (its user) under the other ID, nor revoke the other: whoever holds the
+// other cookie would be signed in as this session's user. Nor may a
+// Session built by hand (no version to compare) overwrite the session
+// whose ID it names.
+func TestChangedIDDoesNotOverwriteAnotherSession(t *testing.T) {
+	ctx := context.Background()
+	for _, op := range []string{"Save", "Rotate", "SaveHandBuilt"} {
+		t.Run(op, func(t *testing.T) {
+			m, err := session.New(session.Config{Backend: newPerKeyBackend()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			alice, err := m.Create(ctx, "alice", "", map[string]string{"role": "admin"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bob, err := m.Create(ctx, "bob", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch op {
+			case "Save":
+				alice.ID = bob.ID // both at version 1
+				if err := m.Save(ctx, alice); !errors.Is(err, session.ErrFixedField) {
+					t.Errorf("Save of a session whose ID was changed: got %v, want ErrFixedField", err)
+				}
+			case "Rotate":
+				alice.ID = bob.ID
+				if err := m.Rotate(ctx, alice); !errors.Is(err, session.ErrFixedField) {
+					t.Errorf("Rotate of a session whose ID was changed: got %v, want ErrFixedField", err)
+				}
+			case "SaveHandBuilt":
+				forged := &session.Session{ID: bob.ID, Record: session.Record{Deadline: alice.Deadline, Values: map[string][]byte{"cart": []byte("forged")}}}
+				if err := m.Save(ctx, forged); !errors.Is(err, session.ErrNotFound) {
+					t.Errorf("Save of a Session not from the Manager: got %v, want ErrNotFound", err)
+				}
+			}
+			got, ok, err := m.Load(ctx, bob.ID)
+			if !ok || err != nil || got.UserID != "bob" {
+				user := "(none)"
+				if ok {
+					user = got.UserID
+				}
+				t.Errorf("bob's session after %s: got ok=%v err=%v user %s, want bob's", op, ok, err, user)
+			}
+		})
+	}
+}

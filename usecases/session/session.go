@@ -229,22 +229,28 @@ type Session struct {
 	// and Rotate refuse a changed one with ErrInvalidUser (a different
 	// user needs a new session, and the per-user index must stay exact).
 	// Its Created and Deadline are fixed too (the absolute deadline never
-	// moves): Save and Rotate refuse a change with ErrFixedField.
+	// moves), and so is ID (a Session only ever writes its own record):
+	// Save and Rotate refuse a change with ErrFixedField, and a Session
+	// not returned by the Manager with ErrNotFound.
 	Record
 	version uint64
 	user    string // the UserID the session was created (and indexed) with
-	// the Created and Deadline the session was created with
+	// the ID, Created and Deadline the session was loaded with
+	id                string
 	created, deadline time.Time
 }
 
-// fixed reports an error if s's user, creation time or deadline changed
-// since it was created.
+// fixed reports an error if s was not loaded or created by a Manager, or
+// if its ID, user, creation time or deadline changed since.
 func (s *Session) fixed() error {
+	if s.version == 0 || s.id == "" {
+		return ErrNotFound
+	}
 	if s.UserID != s.user {
 		return fmt.Errorf("%w: a session's user cannot change (%q to %q)", ErrInvalidUser, s.user, s.UserID)
 	}
-	if !s.Created.Equal(s.created) || !s.Deadline.Equal(s.deadline) {
-		return fmt.Errorf("%w: a session's creation time and absolute deadline cannot change", ErrFixedField)
+	if s.ID != s.id || !s.Created.Equal(s.created) || !s.Deadline.Equal(s.deadline) {
+		return fmt.Errorf("%w: a session's ID, creation time and absolute deadline cannot change", ErrFixedField)
 	}
 	return nil
 }
@@ -579,7 +585,7 @@ func (m *Manager) insert(ctx context.Context, s *Session, now time.Time) error {
 			return err
 		}
 		if ok {
-			s.ID, s.version = id, v
+			s.ID, s.id, s.version = id, id, v
 			s.created, s.deadline = s.Created, s.Deadline
 			return nil
 		}
@@ -613,7 +619,7 @@ func (m *Manager) get(ctx context.Context, id string) (*Session, bool, error) {
 	if !ok || err != nil {
 		return nil, false, err
 	}
-	s := &Session{ID: id, version: it.Version}
+	s := &Session{ID: id, id: id, version: it.Version}
 	if err := m.cfg.Codec.Unmarshal(it.Value, &s.Record); err != nil {
 		return nil, false, fmt.Errorf("%w: session record: %v", store.ErrCorrupt, err)
 	}
