@@ -225,14 +225,16 @@ type Store struct {
 
 	// mu guards every field below; pollCond signals changes of
 	// pollState to Close.
-	mu        sync.Mutex
-	pollCond  sync.Cond
-	cache     map[string]cached
-	watchers  map[string][]*watcher
-	polling   bool // the poller was started
-	pollState pollState
-	closed    bool
-	done      chan struct{}
+	mu       sync.Mutex
+	pollCond sync.Cond
+	cache    map[string]cached
+	watchers map[string][]*watcher
+	polling  bool // the poller was started
+	// pollCancel ends the poller's context (its store reads in flight).
+	pollCancel context.CancelFunc
+	pollState  pollState
+	closed     bool
+	done       chan struct{}
 
 	watcherPanics atomic.Uint64 // recovered on the poller
 }
@@ -330,7 +332,9 @@ func (s *Store) get(ctx context.Context, name string, at int64) (Flag, bool, err
 	k, _ := s.keys(name)
 	it, ok, err := s.cfg.Backend.Get(ctx, k)
 	if err != nil {
-		s.rep.Report(ctx, slog.LevelError, "tide: flag read failed", name, err)
+		if ctx.Err() == nil { // the caller's cancellation is no store failure
+			s.rep.Report(ctx, slog.LevelError, "tide: flag read failed", name, err)
+		}
 		return Flag{}, false, err
 	}
 	if !ok {
