@@ -12,8 +12,9 @@ var (
 	// ErrConflict reports a write based on a stale read: the flag changed
 	// since. Nothing was written; re-read and decide again.
 	ErrConflict = errors.New("tide: flag changed concurrently")
-	// ErrInvalidFlag reports an empty name, a rollout outside 0..10000, or
-	// an unknown revision to roll back to.
+	// ErrInvalidFlag reports an empty name, a rollout outside 0..10000, an
+	// unknown revision to roll back to, or an Update of a Flag not read
+	// from the store or whose Name or Revision was changed.
 	ErrInvalidFlag = errors.New("tide: invalid flag")
 	// ErrWatcherPanic is reported (Config.Logger, Config.OnError) for a
 	// watcher that panicked on the poller goroutine; the poller recovers

@@ -124,7 +124,16 @@ type Flag struct {
 	Revision  uint64
 	UpdatedAt time.Time
 	UpdatedBy string
-	version   uint64
+	// the store version, name, revision and state as read: Update judges
+	// a write against these, whatever the caller did to the fields above
+	version uint64
+	read    readAs
+}
+
+type readAs struct {
+	name     string
+	revision uint64
+	state    State
 }
 
 // AuditRecord is one entry of a flag's audit log.
@@ -216,14 +225,16 @@ type Store struct {
 
 	// mu guards every field below; pollCond signals changes of
 	// pollState to Close.
-	mu        sync.Mutex
-	pollCond  sync.Cond
-	cache     map[string]cached
-	watchers  map[string][]*watcher
-	polling   bool // the poller was started
-	pollState pollState
-	closed    bool
-	done      chan struct{}
+	mu       sync.Mutex
+	pollCond sync.Cond
+	cache    map[string]cached
+	watchers map[string][]*watcher
+	polling  bool // the poller was started
+	// pollCancel ends the poller's context (its store reads in flight).
+	pollCancel context.CancelFunc
+	pollState  pollState
+	closed     bool
+	done       chan struct{}
 
 	watcherPanics atomic.Uint64 // recovered on the poller
 }
@@ -312,10 +323,18 @@ func (f Flag) On(unit string) bool {
 
 // Get reads name from the store.
 func (s *Store) Get(ctx context.Context, name string) (Flag, bool, error) {
+	return s.get(ctx, name, s.cfg.LocalClock.Now())
+}
+
+// get is Get with the local time the read began (the age of what it
+// reads, for the cache).
+func (s *Store) get(ctx context.Context, name string, at int64) (Flag, bool, error) {
 	k, _ := s.keys(name)
 	it, ok, err := s.cfg.Backend.Get(ctx, k)
 	if err != nil {
-		s.rep.Report(ctx, slog.LevelError, "tide: flag read failed", name, err)
+		if ctx.Err() == nil { // the caller's cancellation is no store failure
+			s.rep.Report(ctx, slog.LevelError, "tide: flag read failed", name, err)
+		}
 		return Flag{}, false, err
 	}
 	if !ok {
@@ -328,21 +347,37 @@ func (s *Store) Get(ctx context.Context, name string) (Flag, bool, error) {
 		return Flag{}, false, err
 	}
 	f := Flag{Name: name, State: r.State.state(), Revision: r.Revision, UpdatedAt: r.UpdatedAt, UpdatedBy: string(r.UpdatedBy), version: it.Version}
-	s.remember(f, true)
+	f.read = readAs{name, f.Revision, f.State}
+	s.remember(f, true, at)
 	return f, true, nil
 }
 
-func (s *Store) remember(f Flag, found bool) {
-	now := s.cfg.LocalClock.Now()
+// remember caches what a read or write that began at local time at found.
+// The copy's age counts from at (the store may have changed at any time
+// after), and older knowledge never replaces newer: a lower revision does
+// not replace a higher one, nor does a miss replace a fresh record (flags
+// are never deleted through a Store, so such a miss is a read that ran
+// before a write whose record is cached here).
+func (s *Store) remember(f Flag, found bool, at int64) {
 	s.mu.Lock()
-	if c, ok := s.cache[f.Name]; !ok || !c.found || !found || f.Revision >= c.f.Revision {
-		s.cache[f.Name] = cached{f: f, found: found, at: now}
+	defer s.mu.Unlock()
+	c, ok := s.cache[f.Name]
+	switch {
+	case !ok:
+	case found && c.found && f.Revision == c.f.Revision, !found && !c.found:
+		c.at = max(c.at, at)
+		s.cache[f.Name] = c
+		return
+	case found && c.found && f.Revision < c.f.Revision:
+		return
+	case !found && c.found && time.Duration(s.cfg.LocalClock.Now()-c.at) < s.cfg.MaxStaleness:
+		return
 	}
-	s.mu.Unlock()
+	s.cache[f.Name] = cached{f: f, found: found, at: at}
 }
 
 // Cached reads name through the local cache: a copy at most MaxStaleness
-// old, else a store read.
+// old (counted from when it was read from the store), else a store read.
 func (s *Store) Cached(ctx context.Context, name string) (Flag, bool, error) {
 	now := s.cfg.LocalClock.Now()
 	s.mu.Lock()
@@ -351,12 +386,12 @@ func (s *Store) Cached(ctx context.Context, name string) (Flag, bool, error) {
 	if ok && time.Duration(now-c.at) < s.cfg.MaxStaleness {
 		return c.f, c.found, nil
 	}
-	f, found, err := s.Get(ctx, name)
+	f, found, err := s.get(ctx, name, now)
 	if err != nil {
 		return Flag{}, false, err
 	}
 	if !found {
-		s.remember(Flag{Name: name}, false)
+		s.remember(Flag{Name: name}, false, now)
 	}
 	return f, found, nil
 }
@@ -392,6 +427,7 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	if err := validState(next); err != nil {
 		return Flag{}, err
 	}
+	at := s.cfg.LocalClock.Now()
 	now, err := s.cfg.Backend.Now(ctx)
 	if err != nil {
 		s.rep.Report(ctx, slog.LevelError, "tide: flag write failed", name, err)
@@ -402,9 +438,9 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 	var ifVersion uint64
 	if prev != nil {
 		ifVersion = prev.version
-		rec.Revision = prev.Revision + 1
+		rec.Revision = prev.read.revision + 1
 		audit.Revision = rec.Revision
-		before := toWire(prev.State)
+		before := toWire(prev.read.state)
 		audit.Before = &before
 	}
 	val, _ := json.Marshal(rec)
@@ -422,7 +458,8 @@ func (s *Store) write(ctx context.Context, name string, prev *Flag, next State, 
 		return Flag{}, ErrConflict
 	}
 	f := Flag{Name: name, State: next, Revision: rec.Revision, UpdatedAt: now, UpdatedBy: actor, version: d.Version}
-	s.remember(f, true)
+	f.read = readAs{name, f.Revision, f.State}
+	s.remember(f, true, at)
 	s.notify(f, false)
 	return f, nil
 }
@@ -432,11 +469,17 @@ func (s *Store) Create(ctx context.Context, name string, st State, actor, reason
 	return s.write(ctx, name, nil, st, actor, reason)
 }
 
-// Update writes next over prev, a Flag read earlier with Get or Cached,
-// if the flag has not changed since; otherwise ErrConflict.
+// Update writes next over prev, a Flag read earlier with Get or Cached
+// (or returned by a write), if the flag has not changed since; otherwise
+// ErrConflict. prev's State may have been edited in place (the audit
+// record's Before is the state as read); a prev whose Name or Revision
+// was changed is ErrInvalidFlag.
 func (s *Store) Update(ctx context.Context, prev Flag, next State, actor, reason string) (Flag, error) {
 	if prev.version == 0 {
 		return Flag{}, fmt.Errorf("%w: %q was not read from the store", ErrInvalidFlag, prev.Name)
+	}
+	if prev.Name != prev.read.name || prev.Revision != prev.read.revision {
+		return Flag{}, fmt.Errorf("%w: %q (revision %d) was read as %q (revision %d)", ErrInvalidFlag, prev.Name, prev.Revision, prev.read.name, prev.read.revision)
 	}
 	return s.write(ctx, prev.Name, &prev, next, actor, reason)
 }

@@ -34,7 +34,9 @@ func (s *Store) Watch(name string, fn func(Flag)) (stop func(), err error) {
 	s.watchers[name] = append(s.watchers[name], w)
 	if !s.polling {
 		s.polling = true
-		go s.poll()
+		ctx, cancel := context.WithCancel(context.Background())
+		s.pollCancel = cancel
+		go s.poll(ctx)
 	}
 	return func() {
 		s.mu.Lock()
@@ -119,7 +121,9 @@ func (s *Store) setPollState(st pollState) {
 	s.mu.Unlock()
 }
 
-func (s *Store) poll() {
+// poll runs until Close, which cancels ctx: a store read in flight then
+// ends at once, even on a store with no timeout of its own.
+func (s *Store) poll(ctx context.Context) {
 	defer s.setPollState(pollStateExited)
 	t := time.NewTicker(s.cfg.PollInterval)
 	defer t.Stop()
@@ -129,7 +133,7 @@ func (s *Store) poll() {
 			return
 		case <-t.C:
 		}
-		s.refresh(context.Background(), true) // failures are reported by Get
+		s.refresh(ctx, true) // failures are reported by Get
 	}
 }
 
@@ -147,6 +151,9 @@ func (s *Store) refresh(ctx context.Context, poller bool) error {
 	s.mu.Unlock()
 	var first error
 	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		f, ok, err := s.Get(ctx, n)
 		if err != nil {
 			if first == nil {
@@ -163,10 +170,13 @@ func (s *Store) refresh(ctx context.Context, poller bool) error {
 
 // Close stops the poller. Cached reads and writes keep working; Watch
 // returns ErrClosed. Close is idempotent and may be called from any
-// goroutine, a watcher included. It waits for the poller to end, except
-// while the poller runs a watcher (which may be the caller): that watcher
-// may still run when Close returns, the poller starts no other after Close
-// has begun, and it ends when the watcher returns.
+// goroutine, a watcher included. It cancels the poller's store read in
+// flight, if any (the poller reads with a context that Close ends, so a
+// store that stopped answering does not hold Close up), and waits for the
+// poller to end, except while the poller runs a watcher (which may be the
+// caller): that watcher may still run when Close returns, the poller
+// starts no other after Close has begun, and it ends when the watcher
+// returns.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -175,6 +185,9 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	close(s.done)
+	if s.pollCancel != nil {
+		s.pollCancel()
+	}
 	for s.polling && s.pollState == pollStateRunning {
 		s.pollCond.Wait()
 	}

@@ -15,6 +15,11 @@ var (
 	// ErrNoMiddleware reports a context helper (Start, Login, Logout)
 	// called on a request that did not pass through the middleware.
 	ErrNoMiddleware = errors.New("tide: session middleware not installed")
-	// ErrInvalidUser reports an empty user ID.
+	// ErrInvalidUser reports an empty user ID, or a Save or Rotate of a
+	// session whose UserID was changed.
 	ErrInvalidUser = errors.New("tide: invalid session user")
+	// ErrFixedField reports a Save, Update or Rotate of a session whose ID,
+	// Created or Deadline was changed: a Session writes only its own
+	// record, and the absolute deadline never moves.
+	ErrFixedField = errors.New("tide: a session's ID, creation time and deadline are fixed")
 )

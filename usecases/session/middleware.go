@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidekv/tide/usecases/httpmw"
+	"github.com/tidekv/tide/usecases/store"
 )
 
 // HTTPConfig configures NewMiddleware. Zero fields mean defaults.
@@ -241,11 +242,18 @@ func mergeMap[V any](r, orig, final map[string]V, equal func(a, b V) bool) map[s
 // retryLoad loads the cookie's session again if the first load failed,
 // for the helpers that must not act beside a session that may be live
 // (Start, Login, Logout): it returns the store's error if it fails again.
+// A record the Codec cannot decode (store.ErrCorrupt) is no live session:
+// it is destroyed, so that the helper can replace the cookie.
 func (st *state) retryLoad(ctx context.Context) error {
 	if st.sess != nil || st.loadErr == nil {
 		return nil
 	}
 	s, ok, err := st.cfg.Manager.Load(ctx, st.loadID)
+	if errors.Is(err, store.ErrCorrupt) {
+		if _, err = st.cfg.Manager.Destroy(ctx, st.loadID); err == nil {
+			s, ok = nil, false
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -311,7 +319,9 @@ func FromContext(ctx context.Context) *Session {
 // the store failed to load the request's session, Start, Login and Logout
 // load it again, and return the store's error if that fails too, rather
 // than replace the cookie of a session that may well be live (Login and
-// Logout could not revoke it).
+// Logout could not revoke it); a record the Codec cannot decode
+// (store.ErrCorrupt: no session can be loaded from it) is destroyed
+// instead, and they go on without it.
 func Start(ctx context.Context) (*Session, error) {
 	st := from(ctx)
 	if st == nil {

@@ -228,9 +228,31 @@ type Session struct {
 	// Record is the session's data. Its UserID is fixed at creation: Save
 	// and Rotate refuse a changed one with ErrInvalidUser (a different
 	// user needs a new session, and the per-user index must stay exact).
+	// Its Created and Deadline are fixed too (the absolute deadline never
+	// moves), and so is ID (a Session only ever writes its own record):
+	// Save and Rotate refuse a change with ErrFixedField, and a Session
+	// not returned by the Manager with ErrNotFound.
 	Record
 	version uint64
 	user    string // the UserID the session was created (and indexed) with
+	// the ID, Created and Deadline the session was loaded with
+	id                string
+	created, deadline time.Time
+}
+
+// fixed reports an error if s was not loaded or created by a Manager, or
+// if its ID, user, creation time or deadline changed since.
+func (s *Session) fixed() error {
+	if s.version == 0 || s.id == "" {
+		return ErrNotFound
+	}
+	if s.UserID != s.user {
+		return fmt.Errorf("%w: a session's user cannot change (%q to %q)", ErrInvalidUser, s.user, s.UserID)
+	}
+	if s.ID != s.id || !s.Created.Equal(s.created) || !s.Deadline.Equal(s.deadline) {
+		return fmt.Errorf("%w: a session's ID, creation time and absolute deadline cannot change", ErrFixedField)
+	}
+	return nil
 }
 
 // Version returns the store version the session was loaded or last saved
@@ -563,7 +585,8 @@ func (m *Manager) insert(ctx context.Context, s *Session, now time.Time) error {
 			return err
 		}
 		if ok {
-			s.ID, s.version = id, v
+			s.ID, s.id, s.version = id, id, v
+			s.created, s.deadline = s.Created, s.Deadline
 			return nil
 		}
 		// A 256-bit collision: try another ID.
@@ -596,11 +619,11 @@ func (m *Manager) get(ctx context.Context, id string) (*Session, bool, error) {
 	if !ok || err != nil {
 		return nil, false, err
 	}
-	s := &Session{ID: id, version: it.Version}
+	s := &Session{ID: id, id: id, version: it.Version}
 	if err := m.cfg.Codec.Unmarshal(it.Value, &s.Record); err != nil {
 		return nil, false, fmt.Errorf("%w: session record: %v", store.ErrCorrupt, err)
 	}
-	s.user = s.UserID
+	s.user, s.created, s.deadline = s.UserID, s.Created, s.Deadline
 	return s, true, nil
 }
 
@@ -629,8 +652,8 @@ func (m *Manager) Touch(ctx context.Context, s *Session) (bool, error) {
 
 // write CASes s at its version with the capped sliding TTL.
 func (m *Manager) write(ctx context.Context, s *Session, now time.Time) error {
-	if s.UserID != s.user {
-		return fmt.Errorf("%w: a session's user cannot change (%q to %q)", ErrInvalidUser, s.user, s.UserID)
+	if err := s.fixed(); err != nil {
+		return err
 	}
 	ttl := m.ttl(&s.Record, now)
 	if ttl <= 0 {
@@ -712,8 +735,8 @@ func (m *Manager) Rotate(ctx context.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
-	if s.UserID != s.user {
-		return fmt.Errorf("%w: a session's user cannot change (%q to %q)", ErrInvalidUser, s.user, s.UserID)
+	if err := s.fixed(); err != nil {
+		return err
 	}
 	old, oldVersion := s.ID, s.version
 	ns := &Session{Record: s.Record, user: s.user}
@@ -744,19 +767,30 @@ func (m *Manager) Rotate(ctx context.Context, s *Session) error {
 }
 
 // Destroy revokes the session with ID id and reports whether it existed.
+// A record the Codec cannot decode is deleted too (its index entry, if
+// any, is pruned by List or DestroyAll, or leaves at its deadline).
 func (m *Manager) Destroy(ctx context.Context, id string) (bool, error) {
-	s, ok, err := m.get(ctx, id)
+	if !validID(id) {
+		return false, nil
+	}
+	h := handle(id)
+	it, ok, err := m.cfg.Backend.Get(ctx, m.key(h))
 	if !ok || err != nil {
 		return false, err
 	}
-	deleted, err := m.cfg.Backend.Delete(ctx, m.key(handle(id)))
+	var r Record
+	decoded := m.cfg.Codec.Unmarshal(it.Value, &r) == nil
+	deleted, err := m.cfg.Backend.Delete(ctx, m.key(h))
 	if err != nil {
 		return false, err
 	}
 	if deleted {
 		m.revoked.Add(1)
 	}
-	if err := m.indexRemove(ctx, s.UserID, handle(id)); err != nil {
+	if !decoded {
+		return deleted, nil
+	}
+	if err := m.indexRemove(ctx, r.UserID, h); err != nil {
 		return deleted, err
 	}
 	return deleted, nil
