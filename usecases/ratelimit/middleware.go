@@ -50,7 +50,8 @@ type MiddlewareConfig struct {
 //   - a cost above the limit (it could never be admitted): 413 Content
 //     Too Large; a negative cost: 500; both wrap ErrInvalidCost;
 //   - store failed, limiter FailClosed: 503 Service Unavailable with
-//     Retry-After; FailOpen: the next handler runs. Either way the failure
+//     Retry-After; FailOpen: the next handler runs (but 503 if the store
+//     refused the request as invalid, see AllowN). Either way the failure
 //     is reported through cfg.Options with the key (an IP address as it
 //     is, any other key hashed: it may be a token).
 //
