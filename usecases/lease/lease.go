@@ -58,13 +58,17 @@
 // Acquire, Renew and Release return the store's error, and report it to
 // Config.Logger and Config.OnError with the lease's name. A holder whose
 // Renew fails must assume the lease lapses at its deadline: SafeContext
-// still cancels in time.
+// still cancels in time. A call whose context ends before the store
+// answers returns the context's cause and is not reported (it is not a
+// store failure); as after a store failure, a remote store may or may not
+// have applied it.
 package lease
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/clock"
@@ -110,6 +114,10 @@ type Config struct {
 }
 
 // Lease is a held lease. Pass it back to Renew, Release and SafeContext.
+// Renew, Release, SafeRemaining and SafeContext may be called on one Lease
+// concurrently (a goroutine renewing it while the worker checks its safe
+// deadline); Renew writes its TTL field only if the renewing Manager's TTL
+// differs from it, so read TTL directly only while no such Renew runs.
 type Lease struct {
 	// Name is the lease's name; Holder identifies the holder.
 	Name, Holder string
@@ -118,10 +126,18 @@ type Lease struct {
 	Token uint64
 	// TTL is the lease duration granted by the last acquire or renew.
 	TTL time.Duration
-	// asked is the local clock reading taken before the request that
-	// granted TTL was sent: the lease cannot end before asked + TTL (on
-	// the store's clock).
+	// g holds the last grant, replaced atomically by Renew; it is shared
+	// by copies of the Lease. nil for a Lease made by hand until its first
+	// successful Renew (which then writes g, not concurrency-safe).
+	g *atomic.Pointer[grant]
+}
+
+// grant is what an acquire or renew granted: the lease cannot end before
+// asked + ttl on the store's clock, where asked is the local clock reading
+// taken before the request was sent.
+type grant struct {
 	asked int64
+	ttl   time.Duration
 }
 
 // Info describes the current holder of a lease.
@@ -181,6 +197,9 @@ func (m *Manager) decide(ctx context.Context, op store.LeaseOp, name, holder str
 	k, fk := m.keys(name)
 	d := &store.Lease{Op: op, Key: k, FenceKey: fk, Holder: holder, Token: token, TTL: m.cfg.TTL, MinToken: minToken}
 	if err := m.cfg.Backend.Lease(ctx, d); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx) // the caller went away: not a store failure
+		}
 		m.rep.Report(ctx, slog.LevelError, "tide: lease store failed", name, err, slog.String("op", leaseOpNames[op]))
 		return nil, err
 	}
@@ -199,6 +218,9 @@ func (m *Manager) Acquire(ctx context.Context, name, holder string) (*Lease, Inf
 	var floor uint64
 	if m.cfg.Floor != nil {
 		f, err := m.cfg.Floor(ctx, name)
+		if err != nil && ctx.Err() != nil {
+			return nil, Info{}, false, context.Cause(ctx)
+		}
 		if err != nil {
 			m.rep.Report(ctx, slog.LevelError, "tide: lease floor failed", name, err, slog.String("op", "acquire"))
 			return nil, Info{}, false, err
@@ -214,7 +236,9 @@ func (m *Manager) Acquire(ctx context.Context, name, holder string) (*Lease, Inf
 	if !d.OK {
 		return nil, info, false, nil
 	}
-	return &Lease{Name: name, Holder: holder, Token: d.Current.Token, TTL: m.cfg.TTL, asked: asked}, info, true, nil
+	l := &Lease{Name: name, Holder: holder, Token: d.Current.Token, TTL: m.cfg.TTL, g: new(atomic.Pointer[grant])}
+	l.g.Store(&grant{asked: asked, ttl: m.cfg.TTL})
+	return l, info, true, nil
 }
 
 // Renew extends l to the configured TTL from now and reports whether l was
@@ -234,7 +258,13 @@ func (m *Manager) Renew(ctx context.Context, l *Lease) (bool, error) {
 		}
 		return false, nil
 	}
-	l.TTL, l.asked = m.cfg.TTL, asked
+	if l.g == nil { // a Lease made by hand (say, restored after a restart)
+		l.g = new(atomic.Pointer[grant])
+	}
+	l.g.Store(&grant{asked: asked, ttl: m.cfg.TTL})
+	if l.TTL != m.cfg.TTL {
+		l.TTL = m.cfg.TTL
+	}
 	return true, nil
 }
 
@@ -270,8 +300,12 @@ func (m *Manager) SafeRemaining(l *Lease) time.Duration {
 	if l == nil {
 		return 0
 	}
-	budget := time.Duration(float64(l.TTL)*(1-m.cfg.Drift)) - m.cfg.Margin
-	return budget - time.Duration(m.cfg.LocalClock.Now()-l.asked)
+	g := grant{ttl: l.TTL} // a Lease not made by Acquire: asked unknown, 0
+	if l.g != nil {
+		g = *l.g.Load()
+	}
+	budget := time.Duration(float64(g.ttl)*(1-m.cfg.Drift)) - m.cfg.Margin
+	return budget - time.Duration(m.cfg.LocalClock.Now()-g.asked)
 }
 
 // SafeContext returns a context that is cancelled when parent is, or when
