@@ -68,6 +68,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -88,7 +89,11 @@ type Config struct {
 	Backend Backend
 	// TTL is the lease duration. 0 means 10 seconds; at most store.MaxTTL.
 	TTL time.Duration
-	// Prefix is prepended to every key. "" means "tide:lease:".
+	// Prefix is prepended to every key. "" means "tide:lease:". It must
+	// not contain '{': the lease's name is the Redis Cluster hash tag of
+	// its record and fence counter, which one decision writes together; a
+	// brace in the prefix would take the tag away from the name, and with
+	// "{}" put the two keys in different slots.
 	Prefix string
 	// Floor, if set, returns the least token the next acquisition of name
 	// may get (see the package documentation). nil means no floor.
@@ -169,6 +174,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("%w: Drift = %v, want 0 ≤ Drift < 0.5", ErrInvalidConfig, cfg.Drift)
 	case cfg.Margin < 0:
 		return nil, fmt.Errorf("%w: Margin = %v, want ≥ 0", ErrInvalidConfig, cfg.Margin)
+	case strings.Contains(cfg.Prefix, "{"):
+		return nil, fmt.Errorf("%w: Prefix %q contains '{' (it would change the keys' hash tag)", ErrInvalidConfig, cfg.Prefix)
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = 10 * time.Second

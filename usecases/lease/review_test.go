@@ -118,3 +118,26 @@ func TestRenewConcurrentWithSafeRemaining(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// New refuses a Prefix with a brace: the lease's name must stay the hash
+// tag of its record and fence counter (with "{}" in the prefix the two
+// land in different Redis Cluster slots and every call fails there; see
+// redisstore's TestLeasePrefixWithBracesOnCluster).
+func TestNewRefusesPrefixWithBrace(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	for _, c := range []struct {
+		prefix string
+		ok     bool
+	}{
+		{"{}", false},
+		{"app:{}:lease:", false},
+		{"{tenant}:", false},
+		{"app:lease:", true},
+		{"app}:", true},
+	} {
+		_, err := lease.New(lease.Config{Backend: b, Prefix: c.prefix})
+		if c.ok && err != nil || !c.ok && !errors.Is(err, lease.ErrInvalidConfig) {
+			t.Errorf("Prefix %q: got %v, want accepted %v (else ErrInvalidConfig)", c.prefix, err, c.ok)
+		}
+	}
+}

@@ -66,6 +66,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -147,7 +148,9 @@ type Config struct {
 	// state unless they have the same name and algorithm (as replicas of
 	// one service do).
 	Name string
-	// Prefix is prepended to every key. "" means "tide:rl:".
+	// Prefix is prepended to every key. "" means "tide:rl:". It must not
+	// contain '{', so that the caller's key is the Redis Cluster hash tag
+	// (see Limiter.Key) and keys spread over a cluster's slots.
 	Prefix string
 	// OnStoreError chooses the answer when the store fails. The zero value
 	// is FailClosed.
@@ -215,6 +218,8 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: Burst = %d, want ≥ 0", ErrInvalidConfig, cfg.Burst)
 	case cfg.OnStoreError > FailOpen:
 		return nil, fmt.Errorf("%w: OnStoreError = %d", ErrInvalidConfig, cfg.OnStoreError)
+	case strings.Contains(cfg.Prefix, "{"):
+		return nil, fmt.Errorf("%w: Prefix = %q contains '{' (it would change the keys' hash tag)", ErrInvalidConfig, cfg.Prefix)
 	case !keys.ValidName(cfg.Name):
 		return nil, fmt.Errorf("%w: Name = %q, want 1 to 64 bytes of [A-Za-z0-9._-]", ErrInvalidConfig, cfg.Name)
 	case cfg.Algorithm == SlidingWindow && cfg.Limit > store.MaxSlidingLimit:

@@ -105,3 +105,23 @@ func TestResetCancelledIsNotAStoreFailure(t *testing.T) {
 		t.Errorf("Reset with a cancelled context: %d records, %d hook calls; want none", n, hooked)
 	}
 }
+
+// New refuses a Prefix with '{': Key promises the caller's key is the
+// key's Redis Cluster hash tag, which a brace in the prefix would replace
+// (every key of the limiter then in one slot).
+func TestNewRefusesPrefixWithBrace(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	for _, c := range []struct {
+		prefix string
+		ok     bool
+	}{
+		{"{app}:", false},
+		{"app:{", false},
+		{"app:rl:", true},
+	} {
+		_, err := ratelimit.New(ratelimit.Config{Name: "api", Backend: b, Prefix: c.prefix, Limit: 1, Period: time.Second})
+		if c.ok && err != nil || !c.ok && !errors.Is(err, ratelimit.ErrInvalidConfig) {
+			t.Errorf("Prefix %q: got %v, want accepted %v (else ErrInvalidConfig)", c.prefix, err, c.ok)
+		}
+	}
+}
