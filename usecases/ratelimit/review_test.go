@@ -125,3 +125,34 @@ func TestNewRefusesPrefixWithBrace(t *testing.T) {
 		}
 	}
 }
+
+// A request whose context ends during the decision while its client is
+// still there (a server-side deadline set by an outer middleware) must not
+// get an empty 200 as though it had been served: the handler did not run.
+// It gets a refusal, and nothing is reported (not a store failure).
+func TestMiddlewareContextEndedDuringDecisionIsRefused(t *testing.T) {
+	for _, mode := range []ratelimit.FailureMode{ratelimit.FailOpen, ratelimit.FailClosed} {
+		b, _ := storetest.NewEmbedded(t)
+		reqCtx, cancel := context.WithCancelCause(context.Background())
+		l, _ := ratelimit.New(ratelimit.Config{Name: "api", Backend: &cancelling{Backend: b, cancel: func() { cancel(context.DeadlineExceeded) }},
+			Limit: 5, Period: time.Minute, OnStoreError: mode})
+		reported := 0
+		var got httpmw.Problem
+		mw, err := ratelimit.NewMiddleware(ratelimit.MiddlewareConfig{Limiter: l, Key: func(*http.Request) (string, bool) { return "10.0.0.1", true },
+			Options: httpmw.Options{OnError: func(*http.Request, error) { reported++ },
+				Responder: httpmw.ResponderFunc(func(w http.ResponseWriter, r *http.Request, p httpmw.Problem) {
+					got = p
+					httpmw.PlainText.Respond(w, r, p)
+				})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := false
+		rec := httptest.NewRecorder()
+		mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true })).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", nil).WithContext(reqCtx))
+		if ran || rec.Code != http.StatusServiceUnavailable || !errors.Is(got.Err, context.DeadlineExceeded) || reported != 0 {
+			t.Errorf("mode %d: handler ran %v, status %d, problem %+v, %d reports; want not run, 503 wrapping the context's cause, none reported",
+				mode, ran, rec.Code, got, reported)
+		}
+	}
+}
