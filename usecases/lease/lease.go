@@ -302,7 +302,9 @@ func (m *Manager) Inspect(ctx context.Context, name string) (Info, bool, error) 
 // store's clock, where asked is when the granting request was sent; with
 // the local clock running up to Drift slower, and a fixed Margin, the safe
 // budget is TTL·(1−Drift) − Margin − (time elapsed since asked). It is ≤ 0
-// once the lease may have expired.
+// once the lease may have expired, and never more than TTL·(1−Drift) −
+// Margin, even if LocalClock goes backwards (only a monotonic clock, such
+// as clock.Real, measures the elapsed time right).
 func (m *Manager) SafeRemaining(l *Lease) time.Duration {
 	if l == nil {
 		return 0
@@ -312,7 +314,9 @@ func (m *Manager) SafeRemaining(l *Lease) time.Duration {
 		g = *l.g.Load()
 	}
 	budget := time.Duration(float64(g.ttl)*(1-m.cfg.Drift)) - m.cfg.Margin
-	return budget - time.Duration(m.cfg.LocalClock.Now()-g.asked)
+	// A local clock that went back reads a negative elapsed time: count
+	// it as none, never as more time left than the lease was granted.
+	return budget - time.Duration(max(m.cfg.LocalClock.Now()-g.asked, 0))
 }
 
 // SafeContext returns a context that is cancelled when parent is, or when

@@ -141,3 +141,20 @@ func TestNewRefusesPrefixWithBrace(t *testing.T) {
 		}
 	}
 }
+
+// The local clock may go backwards (clock.Clock allows a faulty source):
+// SafeRemaining must never then exceed the full safe budget
+// TTL·(1−Drift) − Margin, or SafeContext would outlive the lease.
+func TestSafeRemainingWithLocalClockGoingBack(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	local := clock.NewManual(time.Unix(1000, 0))
+	m, _ := lease.New(lease.Config{Backend: b, TTL: 10 * time.Second, Drift: 0.01, Margin: 5 * time.Millisecond, LocalClock: local})
+	l, _, _, _ := m.Acquire(context.Background(), "x", "A")
+	budget := 9900*time.Millisecond - 5*time.Millisecond
+	for _, step := range []time.Duration{-time.Hour, 2 * time.Second, -time.Second} {
+		local.Advance(step)
+		if got := m.SafeRemaining(l); got > budget {
+			t.Errorf("after the local clock moved %v: SafeRemaining = %v, want ≤ %v", step, got, budget)
+		}
+	}
+}
