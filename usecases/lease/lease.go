@@ -58,13 +58,18 @@
 // Acquire, Renew and Release return the store's error, and report it to
 // Config.Logger and Config.OnError with the lease's name. A holder whose
 // Renew fails must assume the lease lapses at its deadline: SafeContext
-// still cancels in time.
+// still cancels in time. A call whose context ends before the store
+// answers returns the context's cause and is not reported (it is not a
+// store failure); as after a store failure, a remote store may or may not
+// have applied it.
 package lease
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/clock"
@@ -84,7 +89,11 @@ type Config struct {
 	Backend Backend
 	// TTL is the lease duration. 0 means 10 seconds; at most store.MaxTTL.
 	TTL time.Duration
-	// Prefix is prepended to every key. "" means "tide:lease:".
+	// Prefix is prepended to every key. "" means "tide:lease:". It must
+	// not contain '{': the lease's name is the Redis Cluster hash tag of
+	// its record and fence counter, which one decision writes together; a
+	// brace in the prefix would take the tag away from the name, and with
+	// "{}" put the two keys in different slots.
 	Prefix string
 	// Floor, if set, returns the least token the next acquisition of name
 	// may get (see the package documentation). nil means no floor.
@@ -110,6 +119,10 @@ type Config struct {
 }
 
 // Lease is a held lease. Pass it back to Renew, Release and SafeContext.
+// Renew, Release, SafeRemaining and SafeContext may be called on one Lease
+// concurrently (a goroutine renewing it while the worker checks its safe
+// deadline); Renew writes its TTL field only if the renewing Manager's TTL
+// differs from it, so read TTL directly only while no such Renew runs.
 type Lease struct {
 	// Name is the lease's name; Holder identifies the holder.
 	Name, Holder string
@@ -118,10 +131,18 @@ type Lease struct {
 	Token uint64
 	// TTL is the lease duration granted by the last acquire or renew.
 	TTL time.Duration
-	// asked is the local clock reading taken before the request that
-	// granted TTL was sent: the lease cannot end before asked + TTL (on
-	// the store's clock).
+	// g holds the last grant, replaced atomically by Renew; it is shared
+	// by copies of the Lease. nil for a Lease made by hand until its first
+	// successful Renew (which then writes g, not concurrency-safe).
+	g *atomic.Pointer[grant]
+}
+
+// grant is what an acquire or renew granted: the lease cannot end before
+// asked + ttl on the store's clock, where asked is the local clock reading
+// taken before the request was sent.
+type grant struct {
 	asked int64
+	ttl   time.Duration
 }
 
 // Info describes the current holder of a lease.
@@ -153,6 +174,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("%w: Drift = %v, want 0 ≤ Drift < 0.5", ErrInvalidConfig, cfg.Drift)
 	case cfg.Margin < 0:
 		return nil, fmt.Errorf("%w: Margin = %v, want ≥ 0", ErrInvalidConfig, cfg.Margin)
+	case strings.Contains(cfg.Prefix, "{"):
+		return nil, fmt.Errorf("%w: Prefix %q contains '{' (it would change the keys' hash tag)", ErrInvalidConfig, cfg.Prefix)
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = 10 * time.Second
@@ -181,6 +204,9 @@ func (m *Manager) decide(ctx context.Context, op store.LeaseOp, name, holder str
 	k, fk := m.keys(name)
 	d := &store.Lease{Op: op, Key: k, FenceKey: fk, Holder: holder, Token: token, TTL: m.cfg.TTL, MinToken: minToken}
 	if err := m.cfg.Backend.Lease(ctx, d); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx) // the caller went away: not a store failure
+		}
 		m.rep.Report(ctx, slog.LevelError, "tide: lease store failed", name, err, slog.String("op", leaseOpNames[op]))
 		return nil, err
 	}
@@ -199,6 +225,9 @@ func (m *Manager) Acquire(ctx context.Context, name, holder string) (*Lease, Inf
 	var floor uint64
 	if m.cfg.Floor != nil {
 		f, err := m.cfg.Floor(ctx, name)
+		if err != nil && ctx.Err() != nil {
+			return nil, Info{}, false, context.Cause(ctx)
+		}
 		if err != nil {
 			m.rep.Report(ctx, slog.LevelError, "tide: lease floor failed", name, err, slog.String("op", "acquire"))
 			return nil, Info{}, false, err
@@ -214,7 +243,9 @@ func (m *Manager) Acquire(ctx context.Context, name, holder string) (*Lease, Inf
 	if !d.OK {
 		return nil, info, false, nil
 	}
-	return &Lease{Name: name, Holder: holder, Token: d.Current.Token, TTL: m.cfg.TTL, asked: asked}, info, true, nil
+	l := &Lease{Name: name, Holder: holder, Token: d.Current.Token, TTL: m.cfg.TTL, g: new(atomic.Pointer[grant])}
+	l.g.Store(&grant{asked: asked, ttl: m.cfg.TTL})
+	return l, info, true, nil
 }
 
 // Renew extends l to the configured TTL from now and reports whether l was
@@ -234,7 +265,13 @@ func (m *Manager) Renew(ctx context.Context, l *Lease) (bool, error) {
 		}
 		return false, nil
 	}
-	l.TTL, l.asked = m.cfg.TTL, asked
+	if l.g == nil { // a Lease made by hand (say, restored after a restart)
+		l.g = new(atomic.Pointer[grant])
+	}
+	l.g.Store(&grant{asked: asked, ttl: m.cfg.TTL})
+	if l.TTL != m.cfg.TTL {
+		l.TTL = m.cfg.TTL
+	}
 	return true, nil
 }
 
@@ -265,13 +302,21 @@ func (m *Manager) Inspect(ctx context.Context, name string) (Info, bool, error) 
 // store's clock, where asked is when the granting request was sent; with
 // the local clock running up to Drift slower, and a fixed Margin, the safe
 // budget is TTL·(1−Drift) − Margin − (time elapsed since asked). It is ≤ 0
-// once the lease may have expired.
+// once the lease may have expired, and never more than TTL·(1−Drift) −
+// Margin, even if LocalClock goes backwards (only a monotonic clock, such
+// as clock.Real, measures the elapsed time right).
 func (m *Manager) SafeRemaining(l *Lease) time.Duration {
 	if l == nil {
 		return 0
 	}
-	budget := time.Duration(float64(l.TTL)*(1-m.cfg.Drift)) - m.cfg.Margin
-	return budget - time.Duration(m.cfg.LocalClock.Now()-l.asked)
+	g := grant{ttl: l.TTL} // a Lease not made by Acquire: asked unknown, 0
+	if l.g != nil {
+		g = *l.g.Load()
+	}
+	budget := time.Duration(float64(g.ttl)*(1-m.cfg.Drift)) - m.cfg.Margin
+	// A local clock that went back reads a negative elapsed time: count
+	// it as none, never as more time left than the lease was granted.
+	return budget - time.Duration(max(m.cfg.LocalClock.Now()-g.asked, 0))
 }
 
 // SafeContext returns a context that is cancelled when parent is, or when

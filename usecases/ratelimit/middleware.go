@@ -49,8 +49,12 @@ type MiddlewareConfig struct {
 //     seconds, rounded up, at least 1);
 //   - a cost above the limit (it could never be admitted): 413 Content
 //     Too Large; a negative cost: 500; both wrap ErrInvalidCost;
+//   - the request's context ended before the decision (the client went
+//     away, or a server-side deadline passed): 503, with the Problem's Err
+//     the context's cause; not reported (it is not a store failure);
 //   - store failed, limiter FailClosed: 503 Service Unavailable with
-//     Retry-After; FailOpen: the next handler runs. Either way the failure
+//     Retry-After; FailOpen: the next handler runs (but 503 if the store
+//     refused the request as invalid, see AllowN). Either way the failure
 //     is reported through cfg.Options with the key (an IP address as it
 //     is, any other key hashed: it may be a token).
 //
@@ -128,7 +132,12 @@ func serve(cfg MiddlewareConfig, policy string, next http.Handler, w http.Respon
 		opts.Respond(w, r, httpmw.Problem{Status: status, Message: "request exceeds the rate limit's quota", Err: err})
 		return
 	case err != nil && r.Context().Err() != nil:
-		return // the client went away before the decision: nothing to answer, nothing admitted
+		// The request's context ended before the decision: the client
+		// went away (it reads nothing), or a deadline set on the server
+		// passed while it waits. Nothing was admitted and nothing failed;
+		// an empty answer would be a 200 for a request never served.
+		opts.Respond(w, r, httpmw.Problem{Status: http.StatusServiceUnavailable, Message: "request abandoned before the rate limit decided", Err: err})
+		return
 	case err != nil && res.Allowed:
 		opts.Report(r, slog.LevelWarn, "tide: rate limit store failed; request allowed (fail open)", err, l.logAttrs(k)...)
 		next.ServeHTTP(w, r)

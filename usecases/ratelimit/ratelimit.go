@@ -47,7 +47,10 @@
 // FailOpen (allow: availability first). Either way Allow also returns an
 // error wrapping ErrStore, Result.Degraded is set, and the failure is
 // reported to Config.Logger and Config.OnError with the key (an IP as it
-// is, any other key hashed: it may be a token) and the decision taken.
+// is, any other key hashed: it may be a token) and the decision taken. A
+// request the store refuses as invalid (a key longer than it accepts) is
+// handled alike but always denied: its caller chose it, so failing open
+// would let anyone escape the limit.
 //
 // # Several processes
 //
@@ -59,9 +62,11 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -122,7 +127,9 @@ type Config struct {
 	Backend Backend
 	// Algorithm is the counting algorithm. The zero value is TokenBucket.
 	Algorithm Algorithm
-	// Limit is the number of events per Period. Required (≥ 1).
+	// Limit is the number of events per Period. Required (≥ 1). A fixed
+	// window counts at most MaxLimit, a sliding window at most
+	// store.MaxSlidingLimit.
 	Limit int64
 	// Period is the span Limit applies to. Required (> 0, at most
 	// store.MaxTTL). For a token
@@ -130,7 +137,10 @@ type Config struct {
 	// least 1 ns.
 	Period time.Duration
 	// Burst is the token bucket's capacity. 0 means Limit. Ignored by the
-	// window algorithms.
+	// window algorithms. Burst × the refill interval (Period/Limit),
+	// rounded up to whole microseconds, must be at most store.MaxTTL: the
+	// bucket's state lives that long, and a backend may count time in
+	// microseconds (Redis does).
 	Burst int64
 	// Name names the limit ("api", "login"). Required: 1 to 64 bytes of
 	// letters, digits, '.', '_' and '-'. It and the algorithm are part of
@@ -138,7 +148,9 @@ type Config struct {
 	// state unless they have the same name and algorithm (as replicas of
 	// one service do).
 	Name string
-	// Prefix is prepended to every key. "" means "tide:rl:".
+	// Prefix is prepended to every key. "" means "tide:rl:". It must not
+	// contain '{', so that the caller's key is the Redis Cluster hash tag
+	// (see Limiter.Key) and keys spread over a cluster's slots.
 	Prefix string
 	// OnStoreError chooses the answer when the store fails. The zero value
 	// is FailClosed.
@@ -151,6 +163,11 @@ type Config struct {
 	// concurrent use and should not block.
 	OnError func(ctx context.Context, key string, err error)
 }
+
+// MaxLimit is the largest fixed window Limit: 2^52, the largest count
+// every backend computes exactly (Redis's scripts count in doubles, and
+// refuse a larger limit at every call).
+const MaxLimit = 1 << 52
 
 // Result is the outcome of one Allow.
 type Result struct {
@@ -167,7 +184,8 @@ type Result struct {
 	// (bucket full, window over).
 	Reset time.Duration
 	// Degraded reports that the store failed and Allowed was chosen by
-	// Config.OnStoreError.
+	// Config.OnStoreError (or is false: the store refused the request as
+	// invalid; see AllowN).
 	Degraded bool
 }
 
@@ -200,10 +218,14 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: Burst = %d, want ≥ 0", ErrInvalidConfig, cfg.Burst)
 	case cfg.OnStoreError > FailOpen:
 		return nil, fmt.Errorf("%w: OnStoreError = %d", ErrInvalidConfig, cfg.OnStoreError)
+	case strings.Contains(cfg.Prefix, "{"):
+		return nil, fmt.Errorf("%w: Prefix = %q contains '{' (it would change the keys' hash tag)", ErrInvalidConfig, cfg.Prefix)
 	case !keys.ValidName(cfg.Name):
 		return nil, fmt.Errorf("%w: Name = %q, want 1 to 64 bytes of [A-Za-z0-9._-]", ErrInvalidConfig, cfg.Name)
 	case cfg.Algorithm == SlidingWindow && cfg.Limit > store.MaxSlidingLimit:
 		return nil, fmt.Errorf("%w: Limit = %d, a sliding window allows at most %d", ErrInvalidConfig, cfg.Limit, store.MaxSlidingLimit)
+	case cfg.Algorithm == FixedWindow && cfg.Limit > MaxLimit:
+		return nil, fmt.Errorf("%w: Limit = %d, a fixed window allows at most %d", ErrInvalidConfig, cfg.Limit, int64(MaxLimit))
 	}
 	if cfg.Burst == 0 {
 		cfg.Burst = cfg.Limit
@@ -217,8 +239,13 @@ func New(cfg Config) (*Limiter, error) {
 		if l.interval <= 0 {
 			return nil, fmt.Errorf("%w: Period/Limit = %v/%d is below 1ns", ErrInvalidConfig, cfg.Period, cfg.Limit)
 		}
-		if cfg.Burst > int64(store.MaxTTL)/int64(l.interval) { // the state's TTL reaches Burst × interval
-			return nil, fmt.Errorf("%w: Burst × refill interval exceeds %v", ErrInvalidConfig, store.MaxTTL)
+		// The state's TTL reaches Burst × interval, and a backend may
+		// count the interval in whole microseconds (Redis does; its
+		// scripts then compute Burst × interval in doubles, exact below
+		// 2^53 µs, which MaxTTL is).
+		us := int64((l.interval + time.Microsecond - 1) / time.Microsecond)
+		if cfg.Burst > int64(store.MaxTTL/time.Microsecond)/us {
+			return nil, fmt.Errorf("%w: Burst × refill interval (%d × %v, rounded up to whole microseconds) exceeds %v", ErrInvalidConfig, cfg.Burst, l.interval, store.MaxTTL)
 		}
 	}
 	return l, nil
@@ -252,7 +279,11 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // fails, the Result is chosen by Config.OnStoreError and the error wraps
 // ErrStore. If ctx ends before the store answers (a client that went
 // away), the events are not admitted, the error is ctx's cause, and it is
-// neither reported nor counted as a store failure.
+// neither reported nor counted as a store failure. A request the store
+// refuses as invalid (its key longer than the store accepts, say: the
+// caller chose it) is denied even by a FailOpen limiter, and otherwise
+// handled as a store failure: the error wraps ErrStore and the store's
+// reason (store.ErrKeyTooLarge, store.ErrInvalidArgument).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
 	limit := l.cfg.Limit
 	if l.cfg.Algorithm == TokenBucket {
@@ -283,10 +314,14 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 		return Result{Limit: limit}, context.Cause(ctx)
 	}
 	if err != nil {
+		refused := errors.Is(err, store.ErrKeyTooLarge) || errors.Is(err, store.ErrInvalidArgument)
 		err = fmt.Errorf("%w: %w", ErrStore, err)
-		r = l.degraded(limit)
+		r = l.degraded(limit, refused)
 		msg := "tide: rate limit store failed; event denied (fail closed)"
-		if r.Allowed {
+		switch {
+		case refused:
+			msg = "tide: rate limit store refused the request; event denied"
+		case r.Allowed:
 			msg = "tide: rate limit store failed; event allowed (fail open)"
 		}
 		l.rep.Report(ctx, slog.LevelWarn, msg, report.Key(key), err, slog.String("limiter", l.cfg.Name), slog.Int64("cost", n))
@@ -319,9 +354,12 @@ func (l *Limiter) logAttrs(key string) []slog.Attr {
 	return []slog.Attr{slog.String("key", report.Key(key)), slog.String("limiter", l.cfg.Name)}
 }
 
-func (l *Limiter) degraded(limit int64) Result {
+// degraded is the Result of a decision the store did not make: the one
+// Config.OnStoreError chooses, or a denial for a request the store refused
+// as invalid (the caller chose it: failing open would admit it).
+func (l *Limiter) degraded(limit int64, refused bool) Result {
 	r := Result{Limit: limit, Degraded: true}
-	if l.cfg.OnStoreError == FailOpen {
+	if l.cfg.OnStoreError == FailOpen && !refused {
 		r.Allowed = true
 	} else {
 		r.RetryAfter = time.Second
@@ -329,9 +367,14 @@ func (l *Limiter) degraded(limit int64) Result {
 	return r
 }
 
-// Reset forgets key's recent events.
+// Reset forgets key's recent events. A store failure is returned wrapping
+// ErrStore and reported; if ctx ends first, ctx's cause is returned and
+// nothing is reported.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if _, err := l.cfg.Backend.Delete(ctx, l.Key(key)); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		err = fmt.Errorf("%w: %w", ErrStore, err)
 		l.rep.Report(ctx, slog.LevelWarn, "tide: rate limit reset failed", report.Key(key), err, slog.String("limiter", l.cfg.Name))
 		return err
