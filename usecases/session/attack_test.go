@@ -29,7 +29,7 @@ func slowRequest(t *testing.T, mw func(http.Handler) http.Handler, id string, be
 	go func() {
 		defer close(done)
 		req := httptest.NewRequest("POST", "/", nil)
-		req.AddCookie(&http.Cookie{Name: "tide_session", Value: id})
+		req.AddCookie(&http.Cookie{Name: "__Host-tide_session", Value: id})
 		h.ServeHTTP(rec, req)
 	}()
 	<-loaded
@@ -141,7 +141,7 @@ func TestLoginAfterAFailedLoadLeavesNoValidOldID(t *testing.T) {
 	}))
 	flaky.Down.Store(true) // the load fails
 	req := httptest.NewRequest("POST", "/login", nil)
-	req.AddCookie(&http.Cookie{Name: "tide_session", Value: old.ID})
+	req.AddCookie(&http.Cookie{Name: "__Host-tide_session", Value: old.ID})
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	if _, ok, _ := m.Load(ctx, old.ID); ok && loginErr == nil {
 		t.Error("Login succeeded and the request's previous session ID still loads")
@@ -168,7 +168,7 @@ func TestLogoutAfterAFailedLoadDoesNotClaimSuccess(t *testing.T) {
 	}))
 	flaky.Down.Store(true)
 	req := httptest.NewRequest("POST", "/logout", nil)
-	req.AddCookie(&http.Cookie{Name: "tide_session", Value: s.ID})
+	req.AddCookie(&http.Cookie{Name: "__Host-tide_session", Value: s.ID})
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	if _, ok, _ := m.Load(ctx, s.ID); ok && logoutErr == nil {
 		t.Error("Logout reported success and the session still loads")

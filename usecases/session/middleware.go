@@ -19,7 +19,14 @@ import (
 type HTTPConfig struct {
 	// Manager manages the sessions. Required.
 	Manager *Manager
-	// CookieName is the session cookie's name. "" means "tide_session".
+	// CookieName is the session cookie's name. "" means
+	// "__Host-tide_session": browsers accept a cookie whose name starts
+	// with __Host- only if it is Secure, has Path=/ and no Domain, so a
+	// sibling subdomain cannot plant one (cookie tossing, which would give
+	// the request a session of the attacker's choosing). With Insecure,
+	// a Domain or a Path other than "/", which rule the prefix out, ""
+	// means "tide_session". A name with the __Host- or __Secure- prefix
+	// whose attributes the browser would refuse is ErrInvalidConfig.
 	CookieName string
 	// Path and Domain scope the cookie. Path "" means "/".
 	Path, Domain string
@@ -39,6 +46,10 @@ type HTTPConfig struct {
 	// and the cookie are never logged.
 	Options httpmw.Options
 }
+
+// hostPrefix is the cookie-name prefix browsers accept only on a Secure
+// cookie with Path=/ and no Domain (RFC 6265bis, "Cookie Name Prefixes").
+const hostPrefix = "__Host-"
 
 // saveTimeout bounds the save after the handler, which runs with a context
 // the client cannot cancel.
@@ -119,11 +130,19 @@ func NewMiddleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
 	if cfg.Manager == nil {
 		return nil, fmt.Errorf("%w: Manager is nil", ErrInvalidConfig)
 	}
-	if cfg.CookieName == "" {
-		cfg.CookieName = "tide_session"
-	}
 	if cfg.Path == "" {
 		cfg.Path = "/"
+	}
+	hostOnly := !cfg.Insecure && cfg.Domain == "" && cfg.Path == "/"
+	switch {
+	case cfg.CookieName == "" && hostOnly:
+		cfg.CookieName = hostPrefix + "tide_session"
+	case cfg.CookieName == "":
+		cfg.CookieName = "tide_session"
+	case strings.HasPrefix(cfg.CookieName, hostPrefix) && !hostOnly:
+		return nil, fmt.Errorf("%w: cookie %q needs Secure, Path \"/\" and no Domain (Insecure %v, Path %q, Domain %q)", ErrInvalidConfig, cfg.CookieName, cfg.Insecure, cfg.Path, cfg.Domain)
+	case strings.HasPrefix(cfg.CookieName, "__Secure-") && cfg.Insecure:
+		return nil, fmt.Errorf("%w: cookie %q needs Secure (Insecure is set)", ErrInvalidConfig, cfg.CookieName)
 	}
 	switch cfg.SameSite {
 	case 0:

@@ -47,7 +47,7 @@ func ExampleNewMiddleware() {
 	h.ServeHTTP(rec, req)
 	fmt.Println(rec.Code, rec.Body.String())
 	// Output:
-	// cookie: tide_session HttpOnly true Secure true SameSite=Lax true
+	// cookie: __Host-tide_session HttpOnly true Secure true SameSite=Lax true
 	// 200 alice buyer
 }
 
@@ -95,7 +95,7 @@ func ExampleLogin() {
 	do := func(method, path, cookie string) (string, *http.Cookie) {
 		req := httptest.NewRequest(method, path, nil)
 		if cookie != "" {
-			req.AddCookie(&http.Cookie{Name: "tide_session", Value: cookie})
+			req.AddCookie(&http.Cookie{Name: "__Host-tide_session", Value: cookie})
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

@@ -219,7 +219,7 @@ func serveWith(t *testing.T, m *session.Manager, id string, h http.HandlerFunc) 
 	}
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("POST", "/", nil)
-	req.AddCookie(&http.Cookie{Name: "tide_session", Value: id})
+	req.AddCookie(&http.Cookie{Name: "__Host-tide_session", Value: id})
 	mw(h).ServeHTTP(rec, req)
 	return rec
 }

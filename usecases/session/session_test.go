@@ -85,8 +85,8 @@ func TestMiddleware(t *testing.T) {
 	}
 	rec := do("/login?user=alice")
 	c := rec.Result().Cookies()
-	if len(c) != 1 || !c[0].Secure || !c[0].HttpOnly || c[0].SameSite != http.SameSiteLaxMode || c[0].Name != "tide_session" {
-		t.Fatalf("login cookie: got %+v, want one Secure HttpOnly SameSite=Lax tide_session cookie", c)
+	if len(c) != 1 || !c[0].Secure || !c[0].HttpOnly || c[0].SameSite != http.SameSiteLaxMode || c[0].Name != "__Host-tide_session" {
+		t.Fatalf("login cookie: got %+v, want one Secure HttpOnly SameSite=Lax __Host-tide_session cookie", c)
 	}
 	steps := []struct{ path, want string }{
 		{"/visit", "alice "},

@@ -348,7 +348,7 @@ func TestConcurrentRequestsOfOneSessionLoseNoChanges(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			req := httptest.NewRequest("GET", fmt.Sprintf("/?tab=%d", i), nil)
-			req.AddCookie(&http.Cookie{Name: "tide_session", Value: s.ID})
+			req.AddCookie(&http.Cookie{Name: "__Host-tide_session", Value: s.ID})
 			h.ServeHTTP(httptest.NewRecorder(), req)
 		}()
 	}
@@ -414,7 +414,7 @@ func TestStoreFailureIsReportedWithoutTheSessionID(t *testing.T) {
 
 	// A save that fails after the handler is reported too.
 	flaky.Down.Store(false)
-	h, _ := session.NewMiddleware(session.HTTPConfig{Manager: open.m, Options: opts})
+	h, _ := session.NewMiddleware(session.HTTPConfig{Manager: open.m, Insecure: true, Options: opts})
 	logs.Reset()
 	srv := h(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		session.SetValue(r.Context(), "x", []byte("y"))
@@ -432,12 +432,16 @@ func TestNewMiddlewareRejects(t *testing.T) {
 	b, _ := storetest.NewEmbedded(t)
 	m, _ := session.New(session.Config{Backend: b})
 	for name, c := range map[string]session.HTTPConfig{
-		"no manager":              {},
-		"cookie name with spaces": {Manager: m, CookieName: "my session"},
-		"cookie name with ;":      {Manager: m, CookieName: "a;b"},
-		"path with ;":             {Manager: m, Path: "/a;b"},
-		"SameSite=None, insecure": {Manager: m, SameSite: http.SameSiteNoneMode, Insecure: true},
-		"unknown SameSite":        {Manager: m, SameSite: 99},
+		"no manager":                 {},
+		"cookie name with spaces":    {Manager: m, CookieName: "my session"},
+		"cookie name with ;":         {Manager: m, CookieName: "a;b"},
+		"path with ;":                {Manager: m, Path: "/a;b"},
+		"SameSite=None, insecure":    {Manager: m, SameSite: http.SameSiteNoneMode, Insecure: true},
+		"unknown SameSite":           {Manager: m, SameSite: 99},
+		"__Host- cookie, insecure":   {Manager: m, CookieName: "__Host-s", Insecure: true},
+		"__Host- cookie, Domain":     {Manager: m, CookieName: "__Host-s", Domain: "example.com"},
+		"__Host- cookie, Path":       {Manager: m, CookieName: "__Host-s", Path: "/app"},
+		"__Secure- cookie, insecure": {Manager: m, CookieName: "__Secure-s", Insecure: true},
 	} {
 		if _, err := session.NewMiddleware(c); !errors.Is(err, session.ErrInvalidConfig) {
 			t.Errorf("%s: got %v, want ErrInvalidConfig", name, err)
@@ -529,3 +533,45 @@ func TestEventsCount(t *testing.T) {
 
 // A Manager is read by expvarstats and contrib/prometheus as an EventSource.
 var _ expvarstats.EventSource = (*session.Manager)(nil)
+
+// TestDefaultCookieNameCannotBeTossed: a sibling subdomain can set a cookie
+// for the parent domain (cookie tossing) under any name but one starting
+// with __Host-, which browsers accept only Secure, with Path=/ and no
+// Domain. So the default name has that prefix wherever its attributes
+// allow it, and falls back to "tide_session" where they do not.
+func TestDefaultCookieNameCannotBeTossed(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	m, _ := session.New(session.Config{Backend: b})
+	for _, c := range []struct {
+		name string
+		cfg  session.HTTPConfig
+		want string
+	}{
+		{"default", session.HTTPConfig{Manager: m}, "__Host-tide_session"},
+		{"Path /", session.HTTPConfig{Manager: m, Path: "/"}, "__Host-tide_session"},
+		{"insecure", session.HTTPConfig{Manager: m, Insecure: true}, "tide_session"},
+		{"Domain", session.HTTPConfig{Manager: m, Domain: "example.com"}, "tide_session"},
+		{"Path /app", session.HTTPConfig{Manager: m, Path: "/app"}, "tide_session"},
+		{"named", session.HTTPConfig{Manager: m, CookieName: "sid"}, "sid"},
+	} {
+		mw, err := session.NewMiddleware(c.cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := session.Login(r.Context(), "alice", "", nil); err != nil {
+				t.Error(err)
+			}
+		}))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/app/login", nil))
+		cs := rec.Result().Cookies()
+		if len(cs) != 1 || cs[0].Name != c.want {
+			t.Errorf("%s: cookies %v, want one named %q", c.name, cs, c.want)
+			continue
+		}
+		if strings.HasPrefix(cs[0].Name, "__Host-") && (!cs[0].Secure || cs[0].Path != "/" || cs[0].Domain != "") {
+			t.Errorf("%s: %v is not a cookie a browser accepts under the __Host- prefix", c.name, cs[0])
+		}
+	}
+}
