@@ -288,8 +288,12 @@ func (m *Manager) Release(ctx context.Context, l *Lease) (bool, error) {
 }
 
 // Inspect reports the current holder of name; ok is false if the lease is
-// free. Info.Fence is reported either way.
+// free. Info.Fence is reported either way. An empty name is
+// ErrInvalidName, as for Acquire.
 func (m *Manager) Inspect(ctx context.Context, name string) (Info, bool, error) {
+	if name == "" {
+		return Info{}, false, fmt.Errorf("%w: empty name", ErrInvalidName)
+	}
 	d, err := m.decide(ctx, store.LeaseInspect, name, "", 0, 0)
 	if err != nil {
 		return Info{}, false, err

@@ -158,3 +158,19 @@ func TestSafeRemainingWithLocalClockGoingBack(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectRefusesEmptyName: an empty name is ErrInvalidName for every
+// call that takes one; Inspect answered "free" for it.
+func TestInspectRefusesEmptyName(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	m, err := lease.New(lease.Config{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := m.Inspect(context.Background(), ""); ok || !errors.Is(err, lease.ErrInvalidName) {
+		t.Errorf("Inspect(\"\"): got (ok %v, %v), want ErrInvalidName", ok, err)
+	}
+	if _, _, ok, err := m.Acquire(context.Background(), "", "A"); ok || !errors.Is(err, lease.ErrInvalidName) {
+		t.Errorf("Acquire(\"\", \"A\"): got (ok %v, %v), want ErrInvalidName", ok, err)
+	}
+}
