@@ -129,6 +129,11 @@ func TestGroupPanicAndCancel(t *testing.T) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("panicking load: got %v, want *PanicError", err)
 	}
+	// The log must say what panicked and where: the value in the text, the
+	// stack in the error.
+	if !strings.Contains(err.Error(), "boom") || !bytes.Contains(pe.Stack, []byte("TestGroupPanicAndCancel")) {
+		t.Errorf("panicking load: got %q with a %d-byte stack, want the value in the text and the load's stack", err, len(pe.Stack))
+	}
 	// A waiter whose context ends stops waiting for a flight in progress.
 	// The flight is registered before its function runs, so once started
 	// is closed the second caller joins it (it has no function of its own).

@@ -1,6 +1,9 @@
 package cache
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrInvalidConfig reports a Config field with a nonsense value.
@@ -18,7 +21,12 @@ var (
 	ErrLoadExited = errors.New("tide: cache load exited without returning")
 )
 
-// PanicError reports a load function that panicked.
-type PanicError struct{ Value any }
+// PanicError reports a load function that panicked: Value is what it
+// panicked with, Stack the goroutine's stack at the panic (for the log;
+// the error's text carries only Value).
+type PanicError struct {
+	Value any
+	Stack []byte
+}
 
-func (e *PanicError) Error() string { return "tide: cache load panicked" }
+func (e *PanicError) Error() string { return fmt.Sprintf("tide: cache load panicked: %v", e.Value) }

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"context"
+	"runtime/debug"
 	"sync"
 )
 
@@ -143,7 +144,7 @@ func (g *Group) run(ctx context.Context, key string, c *call, fn func(context.Co
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
-				c.res, c.err = Result{}, &PanicError{Value: p}
+				c.res, c.err = Result{}, &PanicError{Value: p, Stack: debug.Stack()}
 			}
 		}()
 		c.res, c.err = fn(ctx)
