@@ -39,10 +39,14 @@
 //     ("tide:lease:{orders}", "tide:flag:{%7Dbeta}" for the name "}beta").
 //     On a Cluster client, a decision refuses keys of different slots with
 //     store.ErrInvalidArgument before sending anything.
-//   - A key that Set did not write (another Redis type, a decision's
-//     record) is store.ErrCorrupt for Get, and a key of
-//     another Redis type for conditional Set and CompareAndDelete; the key
-//     is left as it was.
+//   - A key that holds no value with a version (another Redis type, a
+//     lease or idempotency record, a hash missing its value or version) is
+//     store.ErrCorrupt for Get, and a key of another Redis type for
+//     conditional Set and CompareAndDelete; the key is left as it was. Get
+//     reads a token bucket's or fixed window's record (its time or count).
+//     A decision that finds a record field that is not base-10 digits
+//     ("nan", "-1", "0x10"), or a fence or audit log that is not what it
+//     writes, reports store.ErrCorrupt and changes nothing.
 //   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
 //     bursts (Capacity × Interval, in microseconds) and fixed window limits
 //     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
