@@ -14,11 +14,15 @@ func i64(n int64) string { return strconv.FormatInt(n, 10) }
 // limitReply parses the reply of the three limiter scripts: {allowed,
 // remaining, retry_us, reset_us}.
 func limitReply(v any) (allowed bool, remaining int64, retry, reset time.Duration, err error) {
-	r, err := asSlice(v, 4)
+	r, err := readReply(v, 4)
 	if err != nil {
 		return false, 0, 0, 0, err
 	}
-	return asInt(r[0]) == 1, asInt(r[1]), us(r[2]), us(r[3]), nil
+	allowed, remaining, retry, reset = r.bool(0), r.int(1), r.us(2), r.us(3)
+	if r.err != nil {
+		return false, 0, 0, 0, r.err
+	}
+	return allowed, remaining, retry, reset, nil
 }
 
 // TokenBucket implements store.Decisions.
@@ -120,19 +124,23 @@ func (b *Backend) Idempotency(ctx context.Context, d *store.Idempotency) error {
 	if err != nil {
 		return err
 	}
-	r, err := asSlice(v, 6)
+	r, err := readReply(v, 6)
 	if err != nil {
 		return err
 	}
-	o := asInt(r[0])
-	if o < 0 || o >= int64(len(idemOutcomes)) {
-		return fmt.Errorf("redisstore: unexpected idempotency outcome %d", o)
+	o := r.int(0)
+	res, holder, prev, left, ttl := r.str(1), r.str(2), r.str(3), r.us(4), r.us(5)
+	if r.err == nil && (o < 0 || o >= int64(len(idemOutcomes))) {
+		r.fail()
+	}
+	if r.err != nil {
+		return r.err
 	}
 	d.Outcome = idemOutcomes[o]
 	if d.Outcome == store.IdemCompleted {
-		d.StoredResult = []byte(asString(r[1]))
+		d.StoredResult = []byte(res)
 	}
-	d.Holder, d.PrevOwner, d.LeaseLeft, d.TTL = asString(r[2]), asString(r[3]), us(r[4]), us(r[5])
+	d.Holder, d.PrevOwner, d.LeaseLeft, d.TTL = holder, prev, left, ttl
 	return nil
 }
 
@@ -162,19 +170,20 @@ func (b *Backend) Lease(ctx context.Context, d *store.Lease) error {
 	if err != nil {
 		return err
 	}
-	r, err := asSlice(v, 1)
+	if s, ok := v.([]any); ok && len(s) == 1 && s[0] == int64(-2) {
+		return fmt.Errorf("%w: fencing token", store.ErrOverflow)
+	}
+	r, err := readReply(v, 5)
 	if err != nil {
 		return err
 	}
-	if asInt(r[0]) == -2 {
-		return fmt.Errorf("%w: fencing token", store.ErrOverflow)
+	ok, h, token, ttl, fence := r.bool(0), r.str(1), r.uint(2), r.us(3), r.uint(4)
+	if r.err != nil {
+		return r.err
 	}
-	if len(r) < 5 {
-		return fmt.Errorf("redisstore: unexpected lease reply %v", r)
-	}
-	d.OK, d.Fence = asInt(r[0]) == 1, asUint(r[4])
-	if h := asString(r[1]); h != "" {
-		d.Current = store.LeaseInfo{Holder: h, Token: asUint(r[2]), TTL: us(r[3])}
+	d.OK, d.Fence = ok, fence
+	if h != "" {
+		d.Current = store.LeaseInfo{Holder: h, Token: token, TTL: ttl}
 	}
 	return nil
 }
@@ -200,14 +209,21 @@ func (b *Backend) FlagWrite(ctx context.Context, d *store.FlagWrite) error {
 	if err != nil {
 		return err
 	}
-	r, err := asSlice(v, 2)
+	r, err := readReply(v, 2)
 	if err != nil {
 		return err
 	}
-	if asInt(r[0]) == 1 {
-		d.OK, d.Version = true, asUint(r[1])
+	ok, ver := r.bool(0), r.uint(1)
+	if r.err == nil && ok && ver == 0 {
+		r.fail()
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if ok {
+		d.OK, d.Version = true, ver
 	} else {
-		d.Current = asUint(r[1])
+		d.Current = ver
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ func TestDurationsSaturate(t *testing.T) {
 		{"us(max/1000 + 1)", us(int64(math.MaxInt64/1000 + 1)), max},
 		{"us(9223372036855000)", us(int64(9223372036855000)), max},
 		{"us(-5)", us(int64(-5)), -5 * time.Microsecond},
+		{"us(min/1000 - 1)", us(int64(math.MinInt64/1000 - 1)), time.Duration(math.MinInt64)},
 		{"ms(1)", ms(1), time.Millisecond},
 		{"ms(9223372036854)", ms(9223372036854), 9223372036854 * time.Millisecond},
 		{"ms(9223372036855)", ms(9223372036855), max},

@@ -39,10 +39,14 @@
 //     ("tide:lease:{orders}", "tide:flag:{%7Dbeta}" for the name "}beta").
 //     On a Cluster client, a decision refuses keys of different slots with
 //     store.ErrInvalidArgument before sending anything.
-//   - A key that Set did not write (another Redis type, a decision's
-//     record) is store.ErrCorrupt for Get, and a key of
-//     another Redis type for conditional Set and CompareAndDelete; the key
-//     is left as it was.
+//   - A key that holds no value with a version (another Redis type, a
+//     lease or idempotency record, a hash missing its value or version) is
+//     store.ErrCorrupt for Get, and a key of another Redis type for
+//     conditional Set and CompareAndDelete; the key is left as it was. Get
+//     reads a token bucket's or fixed window's record (its time or count).
+//     A decision that finds a record field that is not base-10 digits
+//     ("nan", "-1", "0x10"), or a fence or audit log that is not what it
+//     writes, reports store.ErrCorrupt and changes nothing.
 //   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
 //     bursts (Capacity × Interval, in microseconds) and fixed window limits
 //     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
@@ -52,7 +56,9 @@
 //     CompareAndDelete report them missing, so that no caller can read,
 //     replace or delete a counter (the adapters' keys never begin so).
 //   - A transport failure is store.ErrUnavailable (wrapping go-redis's
-//     error): the operation may or may not have happened.
+//     error): the operation may or may not have happened. So is a script
+//     reply of a shape the backend does not expect, never read as an
+//     answer.
 //
 // Requires Redis 7.0 or later (script flags). Its tests verify Redis 7.0
 // as a single node, a Cluster and a Sentinel deployment; Valkey 7.2 or
@@ -64,6 +70,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,9 +115,10 @@ type Backend struct {
 var _ store.Backend = (*Backend)(nil)
 
 // New returns a Backend on cfg.Client. It does not contact the server; call
-// Check for that.
+// Check for that. A nil Client (a nil interface, or one holding a nil
+// pointer) is store.ErrInvalidArgument.
 func New(cfg Config) (*Backend, error) {
-	if cfg.Client == nil {
+	if v := reflect.ValueOf(cfg.Client); cfg.Client == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("%w: redisstore.Config.Client is nil", store.ErrInvalidArgument)
 	}
 	if strings.Contains(cfg.Prefix, "{") {
@@ -131,8 +139,9 @@ func (b *Backend) Client() redis.UniversalClient { return b.c }
 // without a TTL (noeviction or volatile-*). On a Cluster client it checks
 // every master (ForEachMaster) and reports each misconfigured one, in
 // address order, prefixed by its address. A server that refuses CONFIG
-// GET (some managed services rename it) passes the policy check: verify
-// it by hand there. Replicas are not checked: a replica promoted by a
+// GET with an error reply (some managed services rename it) passes the
+// policy check: verify it by hand there; a transport failure is
+// store.ErrUnavailable, never a pass. Replicas are not checked: a replica promoted by a
 // failover must have been configured like its master.
 func (b *Backend) Check(ctx context.Context) error {
 	cc, ok := b.c.(*redis.ClusterClient)
@@ -182,8 +191,15 @@ func (b *Backend) checkNode(ctx context.Context, c redis.Cmdable) error {
 		return fmt.Errorf("redisstore: server reports redis_version major %d; Redis 7.0+ or Valkey 7.2+ is required", major)
 	}
 	pol, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+	var refused redis.Error
+	if errors.As(err, &refused) {
+		if err := b.fail(ctx, err); errors.Is(err, store.ErrUnavailable) {
+			return err // LOADING, BUSY…: the server cannot answer now
+		}
+		return nil // the server refuses CONFIG GET: check by hand
+	}
 	if err != nil {
-		return nil
+		return b.fail(ctx, err) // nothing was verified
 	}
 	if p := pol["maxmemory-policy"]; strings.HasPrefix(p, "allkeys-") {
 		return fmt.Errorf("redisstore: maxmemory-policy is %s, which may evict fencing counters, flags and version counters; use noeviction or a volatile-* policy", p)
@@ -320,62 +336,129 @@ func msArg(d time.Duration) string { return strconv.FormatInt(ceilDiv(d, time.Mi
 func usArg(d time.Duration) string { return strconv.FormatInt(ceilDiv(d, time.Microsecond), 10) }
 
 // us converts a script's microseconds to a Duration.
-func us(v any) time.Duration { return scale(asInt(v), time.Microsecond) }
+func us(n int64) time.Duration { return scale(n, time.Microsecond) }
 
 // ms converts a PTTL's milliseconds to a Duration.
 func ms(p int64) time.Duration { return scale(p, time.Millisecond) }
 
-// scale returns n units, saturating at the longest Duration: a TTL of up
-// to math.MaxInt64 ns, rounded up to whole milliseconds by msArg, is more
-// than a Duration holds, and must not wrap to a negative one.
+// scale returns n units, saturating at the longest (and the most
+// negative) Duration: a TTL of up to math.MaxInt64 ns, rounded up to whole
+// milliseconds by msArg, is more than a Duration holds, and must not wrap
+// to a negative one.
 func scale(n int64, unit time.Duration) time.Duration {
-	if n > math.MaxInt64/int64(unit) {
+	switch {
+	case n > math.MaxInt64/int64(unit):
 		return math.MaxInt64
+	case n < math.MinInt64/int64(unit):
+		return math.MinInt64
 	}
 	return time.Duration(n) * unit
 }
 
-func asInt(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	case float64:
-		return int64(x)
-	}
-	return 0
+// reply reads a script's reply. The first element that is missing or not
+// of the type asked for sets err (unexpected), and every read after it
+// returns a zero value: a reply the backend cannot read is never taken for
+// an answer.
+type reply struct {
+	v   any
+	s   []any
+	err error
 }
 
-func asString(v any) string {
-	s, _ := v.(string)
-	return s
+// unexpected reports a script reply the backend cannot read: the script
+// may or may not have run (a proxy in between, a server that is not
+// Redis), so it matches store.ErrUnavailable.
+func unexpected(v any) error {
+	return fmt.Errorf("%w: redisstore: unexpected script reply %T %v", store.ErrUnavailable, v, v)
 }
 
-func asUint(v any) uint64 {
-	switch x := v.(type) {
-	case int64:
-		return uint64(x)
-	case string:
-		n, _ := strconv.ParseUint(x, 10, 64)
-		return n
-	}
-	return 0
-}
-
-func asSlice(v any, n int) ([]any, error) {
+// readReply returns v as an array of at least n elements, or an error: a
+// reply {-1} is a decision's report of a key it did not write
+// (store.ErrCorrupt).
+func readReply(v any, n int) (*reply, error) {
 	s, ok := v.([]any)
 	if !ok || len(s) < 1 {
-		return nil, fmt.Errorf("redisstore: unexpected script reply %T %v", v, v)
+		return nil, unexpected(v)
 	}
-	if asInt(s[0]) == -1 && len(s) == 1 {
+	if x, ok := s[0].(int64); ok && x == -1 && len(s) == 1 {
 		return nil, fmt.Errorf("%w: a decision's key holds a value it did not write", store.ErrCorrupt)
 	}
 	if len(s) < n {
-		return nil, fmt.Errorf("redisstore: unexpected script reply %v", s)
+		return nil, unexpected(v)
 	}
-	return s, nil
+	return &reply{v: v, s: s}, nil
+}
+
+func (r *reply) fail() {
+	if r.err == nil {
+		r.err = unexpected(r.v)
+	}
+}
+
+func (r *reply) at(i int) any {
+	if r.err != nil || i >= len(r.s) {
+		r.fail()
+		return nil
+	}
+	return r.s[i]
+}
+
+// int reads element i, an integer.
+func (r *reply) int(i int) int64 {
+	x, ok := r.at(i).(int64)
+	if !ok {
+		r.fail()
+	}
+	return x
+}
+
+// bool reads element i, 0 or 1.
+func (r *reply) bool(i int) bool {
+	x := r.int(i)
+	if x != 0 && x != 1 {
+		r.fail()
+	}
+	return x == 1
+}
+
+// str reads element i, a string.
+func (r *reply) str(i int) string {
+	x, ok := r.at(i).(string)
+	if !ok {
+		r.fail()
+	}
+	return x
+}
+
+// uint reads element i, a base-10 unsigned integer as a string.
+func (r *reply) uint(i int) uint64 {
+	n, err := strconv.ParseUint(r.str(i), 10, 64)
+	if err != nil {
+		r.fail()
+	}
+	return n
+}
+
+// us reads element i, microseconds.
+func (r *reply) us(i int) time.Duration { return us(r.int(i)) }
+
+// readVersion reads a version, a reply that is a base-10 integer > 0.
+func readVersion(v any) (uint64, error) {
+	s, _ := v.(string)
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		return 0, unexpected(v)
+	}
+	return n, nil
+}
+
+// readBool reads a reply that is 0 or 1.
+func readBool(v any) (bool, error) {
+	x, ok := v.(int64)
+	if !ok || x != 0 && x != 1 {
+		return false, unexpected(v)
+	}
+	return x == 1, nil
 }
 
 // Now implements store.Backend: the server's TIME.
@@ -402,13 +485,19 @@ func (b *Backend) Get(ctx context.Context, key string) (store.Item, bool, error)
 	if err != nil || v == nil {
 		return store.Item{}, false, err
 	}
-	r, err := asSlice(v, 3)
+	r, err := readReply(v, 3)
 	if err != nil {
 		return store.Item{}, false, err
 	}
-	it := store.Item{Value: []byte(asString(r[0])), Version: asUint(r[1]), TTL: store.NoTTL}
-	if p := asInt(r[2]); p >= 0 {
+	it := store.Item{Value: []byte(r.str(0)), Version: r.uint(1), TTL: store.NoTTL}
+	if p := r.int(2); p >= 0 {
 		it.TTL = ms(p)
+	}
+	if r.err == nil && it.Version == 0 {
+		r.fail()
+	}
+	if r.err != nil {
+		return store.Item{}, false, r.err
 	}
 	return it, true, nil
 }
@@ -438,7 +527,11 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if err != nil || v == nil {
 		return 0, false, err
 	}
-	return asUint(v), true, nil
+	ver, err := readVersion(v)
+	if err != nil {
+		return 0, false, err
+	}
+	return ver, true, nil
 }
 
 // CompareAndDelete implements store.Backend.
@@ -450,7 +543,10 @@ func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint
 		return false, nil
 	}
 	v, err := b.run(ctx, delScript, []string{b.key(key)}, strconv.FormatUint(version, 10))
-	return asInt(v) == 1, err
+	if err != nil {
+		return false, err
+	}
+	return readBool(v)
 }
 
 // Delete implements store.Backend.
@@ -462,5 +558,8 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 		return false, nil
 	}
 	v, err := b.run(ctx, delScript, []string{b.key(key)}, "0")
-	return asInt(v) == 1, err
+	if err != nil {
+		return false, err
+	}
+	return readBool(v)
 }

@@ -38,11 +38,39 @@ local function posarg(s)
   end
   return n
 end
--- primitive: whether the live key k holds a value Set or Incr wrote (a
--- hash with field v). foreign() is the reply for one that does not: every
--- primitive reports such a key as store.ErrCorrupt, never as a value.
+-- uint: the stored string s as a number if it is a non-negative base-10
+-- integer (digits only, at most 18: below 10^18, so that a difference of
+-- two is still a valid integer reply), else nil. tonumber alone would also
+-- read 'nan', 'inf', '-1', '1.5', '0x10', ' 7' and '1e3', which no script
+-- writes: a field that is not uint is corrupt, never a number. exact: the
+-- same, below 2^53 (a double holds it exactly): every field but a lease
+-- deadline (now + a lease of up to MaxInt64 ns) and the fence (which
+-- overflows with store.ErrOverflow at 2^53).
+local function uint(s)
+  if type(s) == 'string' and #s <= 18 and string.find(s, '^%d+$') then return tonumber(s) end
+  return nil
+end
+local function exact(s)
+  local n = uint(s)
+  if n and n < 9007199254740992 then return n end
+  return nil
+end
+-- version: whether s is a version a script issued (a positive exact uint).
+local function version(s)
+  local n = exact(s)
+  return n ~= nil and n > 0
+end
+-- primitive: whether the live key k holds a value with a version (a hash
+-- with field v and a valid ver: Set wrote it, or a fence, an audit log, a
+-- token bucket or a fixed window). foreign() is the reply for one that
+-- does not: every primitive reports such a key as store.ErrCorrupt, never
+-- as a value. plain: a primitive with no other field, as Set writes it
+-- (the fence and the audit log must be plain).
 local function primitive(k)
-  return redis.call('TYPE', k)['ok'] == 'hash' and redis.call('HEXISTS', k, 'v') == 1
+  return redis.call('TYPE', k)['ok'] == 'hash' and redis.call('HEXISTS', k, 'v') == 1 and version(redis.call('HGET', k, 'ver'))
+end
+local function plain(k)
+  return primitive(k) and redis.call('HLEN', k) == 2
 end
 local function foreign()
   return redis.error_reply('WRONGTYPE key does not hold a value written by Set or Incr')
@@ -137,7 +165,7 @@ local burst = capn * iv
 local tat = now
 if live(k) then
   local r = redis.call('HMGET', k, 'v', 'kd')
-  local t = tonumber(r[1])
+  local t = exact(r[1])
   if not t or r[2] ~= 'tb' then return {-1} end
   if t > tat then tat = t end
 end
@@ -165,7 +193,7 @@ local n = 0
 local ttl = wms * 1000
 if found then
   local r = redis.call('HMGET', k, 'v', 'kd')
-  n = tonumber(r[1])
+  n = exact(r[1])
   if not n or r[2] ~= 'fw' then return {-1} end
   ttl = pttl_us(k)
 end
@@ -248,7 +276,7 @@ if not live(k) then
   return {1, '', '', '', 0, tonumber(ARGV[5]) * 1000}
 end
 local r = redis.call('HMGET', k, 'st', 'fp', 'own', 'ld', 'res')
-local st, rfp, own, ld, res = r[1], r[2], r[3], tonumber(r[4]), r[5]
+local st, rfp, own, ld, res = r[1], r[2], r[3], uint(r[4]), r[5]
 if (st ~= 'p' and st ~= 'c') or not rfp or not own or not ld or not res then return {-1} end
 local ttl = pttl_us(k)
 if st == 'c' then
@@ -285,12 +313,13 @@ local holder, token, ttl = '', '0', 0
 local held = live(k)
 if held then
   local r = redis.call('HMGET', k, 'h', 't')
-  if not r[1] or not tonumber(r[2]) then return {-1} end
+  if not r[1] or not exact(r[2]) then return {-1} end
   holder, token, ttl = r[1], r[2], pttl_us(k)
 end
 local fence = 0
 if live(f) then
-  fence = tonumber(redis.call('HGET', f, 'v'))
+  if not plain(f) then return {-1} end
+  fence = uint(redis.call('HGET', f, 'v'))
   if not fence then return {-1} end
 end
 local ok = 0
@@ -331,10 +360,16 @@ return {ok, holder, token, ttl, fmt(fence)}
 var flagWriteScript = script(`
 local k, a = KEYS[1], KEYS[2]
 local cur = '0'
-if live(k) then cur = redis.call('HGET', k, 'ver') or '0' end
+if live(k) then
+  cur = redis.call('HGET', k, 'ver')
+  if not version(cur) then return {-1} end
+end
 if cur ~= ARGV[1] then return {0, cur} end
 local log = ''
-if live(a) then log = redis.call('HGET', a, 'v') or '' end
+if live(a) then
+  if not plain(a) then return {-1} end
+  log = redis.call('HGET', a, 'v')
+end
 local recs = {}
 local i, n = 1, #log
 while i <= n do
