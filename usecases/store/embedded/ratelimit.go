@@ -38,7 +38,16 @@ func parseTagged(v []byte, kind byte) (int64, error) {
 	return parseInt(b)
 }
 
+// parseInt parses a stored count, time or fencing token: base-10 digits
+// only (every one this backend writes is non-negative), so that a value
+// no decision wrote ("-1", "+3", " 7", "1.5") is store.ErrCorrupt, never
+// a number misread (a fence of "-1" would hand out token 0).
 func parseInt(b []byte) (int64, error) {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%w: %q is not a non-negative integer", store.ErrCorrupt, b)
+		}
+	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %q is not an integer", store.ErrCorrupt, b)

@@ -619,6 +619,30 @@ func runLease(t *testing.T, newFixture NewFunc) {
 			t.Fatal("release by an expired holder succeeded")
 		}
 	})
+	t.Run("HostileFence", func(t *testing.T) {
+		// A fence key holding what no acquisition wrote (a negative
+		// number, a float, hex, spaces, a sign, NaN) is ErrCorrupt for an
+		// acquisition, with the fence and the lease left as they were:
+		// never token 0, nor a token derived from a misread number. (A
+		// fence of -1 once handed out token 0 on both backends.)
+		for _, v := range []string{"-1", "-5", "+3", "1.5", "0x10", " 7", "1e3", "nan", ""} {
+			f := newFixture(t)
+			b := f.Backend
+			if _, _, err := b.Set(ctx, "lease:{r}:fence", []byte(v), store.SetOptions{TTL: store.NoTTL}); err != nil {
+				t.Fatal(err)
+			}
+			d := &store.Lease{Op: store.LeaseAcquire, Key: "lease:{r}", FenceKey: "lease:{r}:fence", Holder: "A", TTL: time.Minute}
+			if err := b.Lease(ctx, d); !errors.Is(err, store.ErrCorrupt) || d.OK {
+				t.Errorf("acquire over a fence of %q: got (ok %v, token %d, %v), want ErrCorrupt", v, d.OK, d.Current.Token, err)
+			}
+			if it, ok, err := b.Get(ctx, "lease:{r}:fence"); !ok || err != nil || string(it.Value) != v {
+				t.Errorf("fence %q after the refused acquire: got (%q, %v, %v), want it unchanged", v, it.Value, ok, err)
+			}
+			if _, ok, _ := b.Get(ctx, "lease:{r}"); ok {
+				t.Errorf("fence %q: the refused acquire wrote a lease record", v)
+			}
+		}
+	})
 	t.Run("Invalid", func(t *testing.T) {
 		f := newFixture(t)
 		for _, d := range []*store.Lease{
