@@ -1,6 +1,7 @@
 package embedded_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -133,3 +134,24 @@ func TestClosedIsErrClosed(t *testing.T) {
 
 func second[A any](_ A, err error) error        { return err }
 func third[A, B any](_ A, _ B, err error) error { return err }
+
+// TestCraftedIdempotencyDeadlineIsCorrupt: an idempotency record whose lease
+// deadline is negative (written by Set, never by a claim) is ErrCorrupt,
+// with the key left as it was; read as a lapsed lease, it would let a
+// claim take the record over as a recovery.
+func TestCraftedIdempotencyDeadlineIsCorrupt(t *testing.T) {
+	b, _ := storetest.NewEmbedded(t)
+	ctx := context.Background()
+	rec := append([]byte{1}, 0x80, 0, 0, 0, 0, 0, 0, 0) // in progress, deadline −2^63
+	rec = append(rec, 0, 0, 0, 0, 0, 0, 0, 1, 'A', 0, 0, 0, 0)
+	if _, _, err := b.Set(ctx, "{i}", rec, store.SetOptions{TTL: store.NoTTL}); err != nil {
+		t.Fatal(err)
+	}
+	d := &store.Idempotency{Op: store.IdemClaim, Key: "{i}", Owner: "B", Lease: time.Minute, Retention: time.Hour}
+	if err := b.Idempotency(ctx, d); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("claim over a record with a negative deadline: got (%v, %v), want ErrCorrupt", d.Outcome, err)
+	}
+	if it, ok, err := b.Get(ctx, "{i}"); !ok || err != nil || !bytes.Equal(it.Value, rec) {
+		t.Errorf("record after the refused claim: got (%x, %v, %v), want it unchanged", it.Value, ok, err)
+	}
+}

@@ -45,7 +45,9 @@ func decodeIdem(v []byte) (idemRecord, error) {
 		return r, bad
 	}
 	r.state, r.deadline = v[0], int64(binary.BigEndian.Uint64(v[1:]))
-	if r.state != idemInProgress && r.state != idemCompleted {
+	if r.state != idemInProgress && r.state != idemCompleted || r.deadline < 0 {
+		// A negative deadline is none this backend writes: read as a
+		// lapsed lease, it would let the next claim take the record over.
 		return r, bad
 	}
 	v = v[9:]
