@@ -121,8 +121,17 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 			rep.TornBytes += size - end
 			continue
 		}
+		// Sync what was replayed: a process crash leaves written records
+		// in the page cache, and what this recovery serves must not be
+		// lost by a later power failure. An earlier log too: a switch
+		// whose manifest rename happened but whose directory fsync failed
+		// left appends going to the old log, unsynced, while the manifest
+		// may name a newer one.
 		if bad == nil && !last {
 			size, err := f.Size()
+			if err == nil {
+				err = f.Sync()
+			}
 			f.Close()
 			if err != nil {
 				return nil, rep, fmt.Errorf("tide: log %s: %w", name, err)
@@ -130,9 +139,6 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 			l.incrSize += size
 			continue
 		}
-		// Sync what was replayed: a process crash leaves written records
-		// in the page cache, and what this recovery serves must not be
-		// lost by a later power failure.
 		size, err := f.Size()
 		if err == nil && bad != nil {
 			err = cutAt(f, end)
