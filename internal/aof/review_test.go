@@ -1,6 +1,10 @@
 package aof_test
 
 import (
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -78,8 +82,149 @@ func TestOpenSyncsEveryLogItReplays(t *testing.T) {
 	}
 }
 
+// gated wraps a faultfs.FS: before an fsync or a write of a log file it
+// calls the matching function, outside the file system's lock, so that a
+// test can hold one operation while others proceed.
+type gated struct {
+	*faultfs.FS
+	sync, write func()
+}
+
+func (g *gated) Create(name string) (aof.File, error) {
+	f, err := g.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return gatedFile{f, g}, nil
+}
+
+func (g *gated) Open(name string) (aof.File, error) {
+	f, err := g.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return gatedFile{f, g}, nil
+}
+
+type gatedFile struct {
+	aof.File
+	g *gated
+}
+
+func (f gatedFile) Sync() error {
+	if f.g.sync != nil {
+		f.g.sync()
+	}
+	return f.File.Sync()
+}
+
+func (f gatedFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.g.write != nil {
+		f.g.write()
+	}
+	return f.File.WriteAt(p, off)
+}
+
+// gate returns a function that blocks the first time it is called, until
+// release is closed, having closed entered.
+func gate() (fn func(), entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	return func() { once.Do(func() { close(entered); <-release }) }, entered, release
+}
+
+// inSyncActive counts the goroutines inside Log.syncActive.
+func inSyncActive() int {
+	buf := make([]byte, 1<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "aof.(*Log).syncActive(")
+}
+
 // fixedSrc is an empty Source.
 type fixedSrc struct{}
 
 func (fixedSrc) Versions() []uint64                    { return nil }
 func (fixedSrc) Records(func(*aof.Record) error) error { return nil }
+
+// TestSyncRacingCloseReportsTheFinalSync: Close fsyncs everything
+// appended before it returns. A Sync or AppendSync caught by Close must
+// report that outcome: not a failed log (ErrFailed, from an fsync of the
+// file Close closed), which makes the engine report a durable write as
+// failed with its outcome unknown, and not ErrClosed for a record Close
+// made durable, which makes the engine report "closed, nothing changed"
+// for a write a restart then shows.
+func TestSyncRacingCloseReportsTheFinalSync(t *testing.T) {
+	spin := func(cond func() bool) {
+		for !cond() {
+			runtime.Gosched()
+		}
+	}
+	t.Run("Sync past its check", func(t *testing.T) {
+		fsys := faultfs.New()
+		g := gated{FS: fsys}
+		l, _, err := aof.Open(aof.Config{FS: &g, Sync: aof.SyncNo}, 0, state{}.apply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(set("a", "1", 1)); err != nil {
+			t.Fatal(err)
+		}
+		var entered, release chan struct{}
+		g.sync, entered, release = gate()
+		first := make(chan error)
+		go func() { first <- l.Sync() }() // holds the sync lock, blocked in fsync
+		<-entered
+		if err := l.Append(set("b", "2", 2)); err != nil {
+			t.Fatal(err)
+		}
+		second := make(chan error)
+		go func() { second <- l.Sync() }() // past the closed check, waits for the first
+		spin(func() bool { return inSyncActive() == 2 })
+		closed := make(chan error)
+		go func() { closed <- l.Close() }()
+		spin(func() bool { return aof.FileSwitchPending(l) }) // Close waits for the file
+		close(release)
+		if err := <-first; err != nil {
+			t.Errorf("first Sync: %v", err)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-second; err != nil && !errors.Is(err, aof.ErrClosed) {
+			t.Errorf("Sync caught by Close: got %v, want nil or ErrClosed (Close synced)", err)
+		}
+		if err := l.Err(); err != nil {
+			t.Errorf("after Close: log failed with %v, want nil (no fsync failed)", err)
+		}
+	})
+	t.Run("AppendSync", func(t *testing.T) {
+		fsys := faultfs.New()
+		g := gated{FS: fsys}
+		l, _, err := aof.Open(aof.Config{FS: &g, Sync: aof.SyncNo}, 0, state{}.apply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entered, release chan struct{}
+		g.write, entered, release = gate()
+		res := make(chan error)
+		go func() { res <- l.AppendSync(set("a", "1", 1)) }() // blocked in its write
+		<-entered
+		closed := make(chan error)
+		go func() { closed <- l.Close() }()
+		spin(func() bool { return aof.Closing(l) })
+		close(release)
+		err = <-res
+		if cerr := <-closed; cerr != nil {
+			t.Fatalf("Close: %v", cerr)
+		}
+		got := state{}
+		l2, _, oerr := aof.Open(aof.Config{FS: fsys.Crash(1)}, 0, got.apply)
+		if oerr != nil {
+			t.Fatal(oerr)
+		}
+		l2.Close()
+		_, durable := got["a"]
+		if durable != (err == nil) {
+			t.Errorf("AppendSync caught by Close: got %v, and after a power failure the record is there: %v; want nil iff it is durable", err, durable)
+		}
+	})
+}
