@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -467,8 +468,7 @@ func (e *Engine) rewriteLoop() {
 		case <-t.C:
 		case <-d.kick:
 		}
-		base, incr := d.log.Size()
-		if incr < d.cfg.RewriteMinSize || incr*100 < base*int64(d.cfg.RewritePercent) {
+		if !d.rewriteDue(d.log.Size()) {
 			continue
 		}
 		err := e.Rewrite()
@@ -479,6 +479,19 @@ func (e *Engine) rewriteLoop() {
 		d.lastErr = err
 		d.rewriteMu.Unlock()
 	}
+}
+
+// rewriteDue reports whether a log of base and incr bytes passes the
+// automatic rewrite's thresholds: incr ≥ RewriteMinSize and incr ≥
+// RewritePercent% of base, compared in 128 bits (a huge percentage means
+// "rarely", never an overflow into "always").
+func (d *durable) rewriteDue(base, incr int64) bool {
+	if incr < d.cfg.RewriteMinSize {
+		return false
+	}
+	ih, il := bits.Mul64(uint64(incr), 100)
+	bh, bl := bits.Mul64(uint64(base), uint64(d.cfg.RewritePercent))
+	return ih > bh || ih == bh && il >= bl
 }
 
 // closeLog stops the rewrite goroutine, logs the shards' pending
