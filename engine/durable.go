@@ -95,8 +95,10 @@ type Durability struct {
 	// TruncateCorrupt makes New cut the log at a corruption found in the
 	// middle of an incremental log (a bad record with valid ones after it)
 	// instead of failing with ErrLogCorrupt; Recovery reports what was
-	// discarded. A torn tail (the end of the log cut by a crash) is always
-	// cut, and counted in Recovery.TornBytes.
+	// discarded. Versions carried by the readable records it discards are
+	// not handed out again (one only in the damaged record may be). A torn
+	// tail (the end of the log cut by a crash) is always cut, and counted
+	// in Recovery.TornBytes.
 	TruncateCorrupt bool
 	// RewritePercent and RewriteMinSize trigger an automatic rewrite
 	// (compaction) when the incremental log exceeds RewriteMinSize bytes

@@ -50,7 +50,9 @@ type Config struct {
 	// incremental log (a bad frame with valid frames after it) instead of
 	// failing with ErrCorrupt: the rest of that file and every later
 	// incremental log are discarded (Recovery.Corruption and
-	// DiscardedBytes say what). Corruption in the base is always an error.
+	// DiscardedBytes say what); Recovery.MaxVersion still covers the
+	// versions of the readable records discarded. Corruption in the base
+	// is always an error.
 	TruncateCorrupt bool
 	// BaseSize, if set, is called before the base is replayed with its
 	// size in bytes (a rewrite writes the live data set once, so the

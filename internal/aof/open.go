@@ -1,7 +1,9 @@
 package aof
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 )
@@ -140,6 +142,20 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 			continue
 		}
 		size, err := f.Size()
+		if err == nil && bad != nil && !tail {
+			// The records the cut discards handed out versions that
+			// callers hold: keep them out of reach (best effort: a version
+			// only in a damaged frame is lost with it).
+			rest := make([]byte, size-end)
+			if _, rerr := f.ReadAt(rest, end); rerr == nil || errors.Is(rerr, io.EOF) {
+				rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(rest, 1))
+			}
+			for _, s := range man.incrs[i+1:] {
+				if data, rerr := fsys.ReadFile(incrName(s)); rerr == nil {
+					rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(data, fileHeader))
+				}
+			}
+		}
 		if err == nil && bad != nil {
 			err = cutAt(f, end)
 		} else if err == nil {

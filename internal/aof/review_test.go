@@ -139,6 +139,14 @@ func inSyncActive() int {
 	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "aof.(*Log).syncActive(")
 }
 
+// failingSrc is a Source whose Records fails.
+type failingSrc struct{}
+
+func (failingSrc) Versions() []uint64 { return nil }
+func (failingSrc) Records(func(*aof.Record) error) error {
+	return errors.New("source failed")
+}
+
 // fixedSrc is an empty Source.
 type fixedSrc struct{}
 
@@ -227,4 +235,64 @@ func TestSyncRacingCloseReportsTheFinalSync(t *testing.T) {
 			t.Errorf("AppendSync caught by Close: got %v, and after a power failure the record is there: %v; want nil iff it is durable", err, durable)
 		}
 	})
+}
+
+// TestTruncateCorruptKeepsTheVersionsItDiscards: "Versions are never
+// reused across restarts: ... Recovery.MaxVersion is the highest of all of
+// them." TruncateCorrupt discards the records after a corruption, but the
+// versions they handed out (and reserved) were acknowledged: callers hold
+// them. Recovery.MaxVersion must still cover every version a readable
+// discarded record carries, in the cut file and in the later logs it
+// drops, or the engine hands them out again.
+func TestTruncateCorruptKeepsTheVersionsItDiscards(t *testing.T) {
+	tests := []struct {
+		name  string
+		later bool // the high versions are in a later incremental log
+	}{
+		{"same log", false},
+		{"later log", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := faultfs.New()
+			l, _, err := aof.Open(aof.Config{FS: fsys, Sync: aof.SyncAlways}, 0, state{}.apply)
+			if err != nil {
+				t.Fatal(err)
+			}
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(l.Append(&aof.Record{Op: aof.OpVersions, Versions: []uint64{100}}))
+			must(l.Append(set("a", "1", 1)))
+			must(l.Append(set("b", "2", 2)))
+			if tt.later {
+				// A rewrite whose base fails after the switch: the
+				// manifest names incr-1 and incr-2, appends go to incr-2.
+				if _, err := l.Rewrite(failingSrc{}); err == nil {
+					t.Fatal("Rewrite of a failing source: got nil error")
+				}
+			}
+			must(l.Append(&aof.Record{Op: aof.OpVersions, Versions: []uint64{5000}}))
+			must(l.Append(set("c", "3", 4000)))
+			must(l.Append(&aof.Record{Op: aof.OpBatch, Batch: []aof.Record{*set("d", "4", 4500)}}))
+			must(l.Close())
+			name := "incr-0000000001.log"
+			flip(fsys, name, 16+8+13+8+2) // inside "a"'s frame: valid frames follow
+			got := state{}
+			l2, rep, err := aof.Open(aof.Config{FS: fsys, TruncateCorrupt: true}, 0, got.apply)
+			if err != nil {
+				t.Fatalf("Open with TruncateCorrupt: %v", err)
+			}
+			l2.Close()
+			if rep.Corruption == nil {
+				t.Fatal("no corruption reported")
+			}
+			if rep.MaxVersion < 5000 {
+				t.Errorf("after discarding records with versions up to 5000: MaxVersion = %d, want ≥ 5000", rep.MaxVersion)
+			}
+		})
+	}
 }
