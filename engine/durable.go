@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -94,8 +95,10 @@ type Durability struct {
 	// TruncateCorrupt makes New cut the log at a corruption found in the
 	// middle of an incremental log (a bad record with valid ones after it)
 	// instead of failing with ErrLogCorrupt; Recovery reports what was
-	// discarded. A torn tail (the end of the log cut by a crash) is always
-	// cut, and counted in Recovery.TornBytes.
+	// discarded. Versions carried by the readable records it discards are
+	// not handed out again (one only in the damaged record may be). A torn
+	// tail (the end of the log cut by a crash) is always cut, and counted
+	// in Recovery.TornBytes.
 	TruncateCorrupt bool
 	// RewritePercent and RewriteMinSize trigger an automatic rewrite
 	// (compaction) when the incremental log exceeds RewriteMinSize bytes
@@ -467,8 +470,7 @@ func (e *Engine) rewriteLoop() {
 		case <-t.C:
 		case <-d.kick:
 		}
-		base, incr := d.log.Size()
-		if incr < d.cfg.RewriteMinSize || incr*100 < base*int64(d.cfg.RewritePercent) {
+		if !d.rewriteDue(d.log.Size()) {
 			continue
 		}
 		err := e.Rewrite()
@@ -479,6 +481,19 @@ func (e *Engine) rewriteLoop() {
 		d.lastErr = err
 		d.rewriteMu.Unlock()
 	}
+}
+
+// rewriteDue reports whether a log of base and incr bytes passes the
+// automatic rewrite's thresholds: incr ≥ RewriteMinSize and incr ≥
+// RewritePercent% of base, compared in 128 bits (a huge percentage means
+// "rarely", never an overflow into "always").
+func (d *durable) rewriteDue(base, incr int64) bool {
+	if incr < d.cfg.RewriteMinSize {
+		return false
+	}
+	ih, il := bits.Mul64(uint64(incr), 100)
+	bh, bl := bits.Mul64(uint64(base), uint64(d.cfg.RewritePercent))
+	return ih > bh || ih == bh && il >= bl
 }
 
 // closeLog stops the rewrite goroutine, logs the shards' pending

@@ -92,7 +92,11 @@
 // file and offset (errors.Is ErrCorrupt), or, with Config.TruncateCorrupt,
 // cuts the log there, discards the later incremental logs and reports
 // what it discarded. Damage to the base or the manifest is always an
-// error: they were complete and synced before they were used.
+// error: they were complete and synced before they were used. One torn
+// tail is not recognised: a write cut inside a value that itself holds the
+// bytes of a valid frame looks like corruption, and Open refuses it unless
+// Config.TruncateCorrupt (which cuts it, losing nothing acknowledged)
+// (TestTornTailWithAFrameInsideItsValue).
 //
 // Recovery delivers records as written and then, for every key the replay
 // left with a deadline at or before the now it was given, an OpRemove with

@@ -50,7 +50,9 @@ type Config struct {
 	// incremental log (a bad frame with valid frames after it) instead of
 	// failing with ErrCorrupt: the rest of that file and every later
 	// incremental log are discarded (Recovery.Corruption and
-	// DiscardedBytes say what). Corruption in the base is always an error.
+	// DiscardedBytes say what); Recovery.MaxVersion still covers the
+	// versions of the readable records discarded. Corruption in the base
+	// is always an error.
 	TruncateCorrupt bool
 	// BaseSize, if set, is called before the base is replayed with its
 	// size in bytes (a rewrite writes the live data set once, so the
@@ -113,6 +115,12 @@ type Log struct {
 	man    manifest
 	dirty  atomic.Bool // written since the last fsync; cleared under syncMu or fileMu held exclusively
 	syncMu sync.Mutex  // serializes syncActive; taken before fileMu
+
+	// fileClosed and finalErr are guarded by fileMu: Close closed f, and
+	// the outcome of its final fsync (nil: every record appended is
+	// durable), for a Sync that Close overtook.
+	fileClosed bool
+	finalErr   error
 
 	baseSize int64 // guarded by fileMu: the base's size
 	incrSize int64 // guarded by fileMu: the incremental logs' before f
@@ -186,7 +194,10 @@ func (l *Log) Append(r *Record) error {
 // before it) is durable when it returns nil, whatever the policy. The
 // engine uses it for the rare records that must never be lost, such as a
 // version reservation (an OpVersions record written before the counters
-// pass it, so that even SyncNo never reuses a version after a crash).
+// pass it, so that even SyncNo never reuses a version after a crash). A
+// Close that overtakes it between the append and the fsync fsyncs the
+// record itself: AppendSync then returns the outcome of that fsync (nil:
+// the record is durable), never ErrClosed for a record that is in the log.
 func (l *Log) AppendSync(r *Record) error {
 	if err := l.Append(r); err != nil {
 		return err
@@ -194,7 +205,7 @@ func (l *Log) AppendSync(r *Record) error {
 	if l.policy == SyncAlways {
 		return nil
 	}
-	return l.Sync()
+	return l.syncActive()
 }
 
 func (l *Log) unusableLocked() error {
@@ -253,6 +264,8 @@ func (l *Log) flush(b *batch) {
 }
 
 // Sync makes every record appended so far durable, whatever the policy.
+// On a closed log it returns ErrClosed; one that Close overtook returns
+// the outcome of Close's final fsync.
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	err := l.unusableLocked()
@@ -264,7 +277,8 @@ func (l *Log) Sync() error {
 }
 
 // syncActive fsyncs the active file if it was written since the last
-// fsync. A failure fails the log.
+// fsync. A failure fails the log. After Close it returns the outcome of
+// Close's final fsync, which covered every record appended.
 func (l *Log) syncActive() error {
 	// Serialize fsyncs, so that a caller finding nothing dirty knows the
 	// fsync that cleared the flag has finished (and how).
@@ -272,6 +286,9 @@ func (l *Log) syncActive() error {
 	defer l.syncMu.Unlock()
 	l.fileMu.RLock()
 	defer l.fileMu.RUnlock()
+	if l.fileClosed {
+		return l.finalErr
+	}
 	if !l.dirty.Swap(false) {
 		return l.Err()
 	}
@@ -324,8 +341,14 @@ func (l *Log) Close() error {
 		defer l.fileMu.Unlock()
 		var err error
 		if l.Err() == nil && l.dirty.Load() {
-			err = l.f.Sync()
+			if err = l.f.Sync(); err != nil {
+				l.finalErr = fmt.Errorf("tide: log close: fsync: %w", err)
+			}
 		}
+		if ferr := l.Err(); ferr != nil {
+			l.finalErr = ferr
+		}
+		l.fileClosed = true
 		if cerr := l.f.Close(); err == nil {
 			err = cerr
 		}

@@ -1,7 +1,9 @@
 package aof
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 )
@@ -121,8 +123,17 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 			rep.TornBytes += size - end
 			continue
 		}
+		// Sync what was replayed: a process crash leaves written records
+		// in the page cache, and what this recovery serves must not be
+		// lost by a later power failure. An earlier log too: a switch
+		// whose manifest rename happened but whose directory fsync failed
+		// left appends going to the old log, unsynced, while the manifest
+		// may name a newer one.
 		if bad == nil && !last {
 			size, err := f.Size()
+			if err == nil {
+				err = f.Sync()
+			}
 			f.Close()
 			if err != nil {
 				return nil, rep, fmt.Errorf("tide: log %s: %w", name, err)
@@ -130,10 +141,21 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 			l.incrSize += size
 			continue
 		}
-		// Sync what was replayed: a process crash leaves written records
-		// in the page cache, and what this recovery serves must not be
-		// lost by a later power failure.
 		size, err := f.Size()
+		if err == nil && bad != nil && !tail {
+			// The records the cut discards handed out versions that
+			// callers hold: keep them out of reach (best effort: a version
+			// only in a damaged frame is lost with it).
+			rest := make([]byte, size-end)
+			if _, rerr := f.ReadAt(rest, end); rerr == nil || errors.Is(rerr, io.EOF) {
+				rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(rest, 1))
+			}
+			for _, s := range man.incrs[i+1:] {
+				if data, rerr := fsys.ReadFile(incrName(s)); rerr == nil {
+					rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(data, fileHeader))
+				}
+			}
+		}
 		if err == nil && bad != nil {
 			err = cutAt(f, end)
 		} else if err == nil {

@@ -133,3 +133,32 @@ func isTornTail(rest []byte) bool {
 	}
 	return true
 }
+
+// maxVersionIn returns the highest version carried by the valid frames
+// found in data from offset from on (records a TruncateCorrupt cut
+// discards: the versions they handed out were acknowledged). It walks the
+// frames, and past an invalid one tries every offset for the next valid
+// frame, within the checksum budget of isTornTail.
+func maxVersionIn(data []byte, from int) uint64 {
+	var top uint64
+	budget := 16*int64(len(data)) + 1<<20
+	var r Record
+	for i := max(from, 0); i+frameHeader < len(data); {
+		length := int64(binary.LittleEndian.Uint32(data[i:]))
+		if length == 0 || length > int64(len(data)-i-frameHeader) {
+			i++
+			continue
+		}
+		if budget -= length; budget < 0 {
+			break
+		}
+		p := data[i+frameHeader : i+frameHeader+int(length)]
+		if frameCRC(data[i:i+4], p) != binary.LittleEndian.Uint32(data[i+4:]) || decodePayload(p, &r) != nil {
+			i++
+			continue
+		}
+		top = max(top, r.maxVersion())
+		i += frameHeader + int(length)
+	}
+	return top
+}

@@ -117,6 +117,19 @@ func (r *Record) Due(now int64) bool {
 	return (r.Op == OpSet || r.Op == OpMeta) && r.Deadline != NoDeadline && r.Deadline <= now
 }
 
+// maxVersion returns the highest version r carries (its own, its
+// Versions', its batch's).
+func (r *Record) maxVersion() uint64 {
+	v := r.Version
+	for _, w := range r.Versions {
+		v = max(v, w)
+	}
+	for i := range r.Batch {
+		v = max(v, r.Batch[i].maxVersion())
+	}
+	return v
+}
+
 // Frame layout, little endian:
 //
 //	length  uint32  payload length, 1..MaxRecordSize

@@ -31,7 +31,10 @@ type Recovery struct {
 	Due int
 	// MaxVersion is the highest version in any record and version
 	// high-water mark: the engine starts every shard's counter here, so
-	// no version is reused whatever the shard count.
+	// no version is reused whatever the shard count. With
+	// Config.TruncateCorrupt it covers the readable records the cut
+	// discarded too (their versions were handed out); a version found
+	// only in a damaged frame cannot be recovered.
 	MaxVersion uint64
 	// Versions is the last per-shard high-water mark recorded, or nil.
 	Versions []uint64
