@@ -2,11 +2,45 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/tidekv/tide/clock"
 )
 
 // Adversarial review of the public API (review-api).
+
+// TestReviewAPIClockBeforeEpoch: a manual clock that reads before 1970
+// (time.Time{} does) must not freeze the engine's time: a key written
+// with TTL d is gone d later. Refusing such a clock at New
+// (ErrInvalidConfig) keeps the promise too; a clock at the epoch
+// (clock.Manual's zero value) must be accepted.
+func TestReviewAPIClockBeforeEpoch(t *testing.T) {
+	for _, start := range []time.Time{{}, time.Unix(-100, 0), time.Unix(0, -1), time.Unix(0, 0)} {
+		t.Run(fmt.Sprint(start.UnixNano()), func(t *testing.T) {
+			clk := clock.NewManual(start)
+			e, err := New(Config{Clock: clk, ExpiryInterval: -1})
+			if err != nil {
+				if !errors.Is(err, ErrInvalidConfig) || start.UnixNano() >= 0 {
+					t.Fatalf("New: err = %v, want nil or ErrInvalidConfig", err)
+				}
+				return
+			}
+			defer e.Close()
+			if _, err := e.SetTTL("k", []byte("v"), time.Second); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(2 * time.Second)
+			if _, ok := e.Get("k"); ok {
+				t.Fatalf("Get 2s after a write with TTL 1s: got a hit, want a miss")
+			}
+			if d, ok := e.TTL("k"); ok {
+				t.Fatalf("TTL 2s after a write with TTL 1s: got %v, want a miss", d)
+			}
+		})
+	}
+}
 
 // TestReviewAPIOpsInsideClose: an operation that passed the engine's
 // closed gate before Close began and reaches its shard after Close
