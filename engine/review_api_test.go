@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/evict"
 )
 
 // Adversarial review of the public API (review-api).
@@ -75,5 +76,112 @@ func TestReviewAPIOpsInsideClose(t *testing.T) {
 		if err := op.do(); !errors.Is(err, ErrClosed) {
 			t.Errorf("%s on a shard Close has cleared: err = %v, want ErrClosed", op.name, err)
 		}
+	}
+}
+
+// TestReviewAPICommitPreconditionNotEvicted: a Commit whose precondition
+// holds must not evict the precondition's key to make room for its writes
+// (in its own shards or in a visit to others): when the writes appear the
+// precondition must still hold. The key stays evictable afterwards.
+func TestReviewAPICommitPreconditionNotEvicted(t *testing.T) {
+	const val = 100
+	size := int64(4 + val + EntryOverhead)
+	for _, tc := range []struct {
+		name           string
+		pShard, wShard int // shards of the precondition's key and of the written key
+		qShard         int // shard of the other resident key, the one to evict
+	}{
+		{"one shard", 0, 0, 0},
+		{"written elsewhere", 0, 1, 0},
+		{"victim elsewhere", 0, 0, 1},
+		{"all apart", 0, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var evs []Removal
+			e, _ := newTest(t, Config{Shards: 2, MaxBytes: 2 * size, Policy: evict.AllKeysLRU,
+				OnRemove: func(r Removal) { evs = append(evs, r) }})
+			key := func(prefix string, shard int) string {
+				for i := 0; ; i++ {
+					if k := fmt.Sprintf("%s%03d", prefix, i); e.ShardIndex(k) == shard {
+						return k
+					}
+				}
+			}
+			p, q, w := key("p", tc.pShard), key("q", tc.qShard), key("w", tc.wShard)
+			vp, err := e.Set(p, make([]byte, val))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Set(q, make([]byte, val)); err != nil {
+				t.Fatal(err)
+			}
+			e.Get(q) // p is the LRU victim of its shard
+			_, ok, err := e.Commit([]Precondition{{Key: p, Version: vp}}, []Op{{Key: w, Value: make([]byte, val), TTL: NoTTL, Pin: true}})
+			if err != nil || !ok {
+				t.Fatalf("Commit = %v %v, want committed (by evicting %s)", ok, err, q)
+			}
+			if it, ok := e.GetItem(p); !ok || it.Version != vp {
+				t.Fatalf("after a Commit that required %s at version %d: got version %d, found %v, want it at that version (removals %v)", p, vp, it.Version, ok, causes(evs))
+			}
+			mustCheck(t, e)
+			// p is evictable again: with w pinned, it is the only victim.
+			if _, err := e.Set(q, make([]byte, val)); err != nil {
+				t.Fatalf("a write that needs p's room: %v, want p evicted", err)
+			}
+			if _, ok := e.Get(p); ok {
+				t.Fatalf("%s still resident after a write that needed its room", p)
+			}
+		})
+	}
+}
+
+// causes lists removals as key:cause.
+func causes(evs []Removal) []string {
+	var out []string
+	for _, r := range evs {
+		out = append(out, r.Key+":"+r.Cause.String())
+	}
+	return out
+}
+
+// TestReviewAPICommitRequiresWhatItWrites: a Commit whose precondition
+// names a key it also writes (or names a key twice), and that must make
+// room in another shard, keeps the policy's accounting exact (Check).
+func TestReviewAPICommitRequiresWhatItWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pre  func(p string, v uint64) []Precondition
+		ops  func(p, w string) []Op
+	}{
+		{"required and written", func(p string, v uint64) []Precondition { return []Precondition{{Key: p, Version: v}} },
+			func(p, w string) []Op { return []Op{{Key: p, Value: make([]byte, 150), TTL: NoTTL}} }},
+		{"required twice", func(p string, v uint64) []Precondition {
+			return []Precondition{{Key: p, Version: v}, {Key: p, Version: v}}
+		}, func(p, w string) []Op { return []Op{{Key: w, Value: make([]byte, 100), TTL: NoTTL}} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newTest(t, Config{Shards: 2, MaxBytes: 2 * (4 + 100 + EntryOverhead), Policy: evict.AllKeysLRU})
+			key := func(prefix string, shard int) string {
+				for i := 0; ; i++ {
+					if k := fmt.Sprintf("%s%03d", prefix, i); e.ShardIndex(k) == shard {
+						return k
+					}
+				}
+			}
+			// An engine's first visit starts at shard 1: the
+			// required key's shard, which must not be its own victim.
+			p, q, w := key("p", 1), key("q", 0), key("w", 1)
+			vp, err := e.Set(p, make([]byte, 100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Set(q, make([]byte, 100)); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := e.Commit(tc.pre(p, vp), tc.ops(p, w)); !ok || err != nil {
+				t.Fatalf("Commit = %v %v, want committed (by evicting %s)", ok, err, q)
+			}
+			mustCheck(t, e)
+		})
 	}
 }
