@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -75,6 +76,47 @@ func TestReviewAPIOpsInsideClose(t *testing.T) {
 	for _, op := range ops {
 		if err := op.do(); !errors.Is(err, ErrClosed) {
 			t.Errorf("%s on a shard Close has cleared: err = %v, want ErrClosed", op.name, err)
+		}
+	}
+}
+
+// TestReviewAPIItemsYieldsAKeyOnce: a key deleted and written again while
+// Items runs (it may land in a slot the iteration has not reached) must not
+// be yielded twice: All and Items are "like sync.Map's Range", which
+// visits no key more than once.
+func TestReviewAPIItemsYieldsAKeyOnce(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 1})
+	const n = 300 // more than one batch of Items
+	for i := range n {
+		if _, err := e.Set("k"+strconv.Itoa(i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	first := ""
+	for k := range e.Items() {
+		seen[k]++
+		if first == "" {
+			first = k
+			e.Delete(k)
+			e.Delete("k" + strconv.Itoa(n-1))
+			if _, err := e.Set(k, []byte("again")); err != nil {
+				t.Fatal(err)
+			}
+			// Overwritten, not re-created: still yielded once.
+			if _, err := e.Set("k"+strconv.Itoa(n-20), []byte("new")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for k, c := range seen {
+		if c > 1 {
+			t.Errorf("Items yielded %q %d times, want at most once", k, c)
+		}
+	}
+	for i := 1; i < n-1; i++ { // present throughout the iteration
+		if k := "k" + strconv.Itoa(i); seen[k] != 1 {
+			t.Errorf("Items yielded %q %d times, want once", k, seen[k])
 		}
 	}
 }
