@@ -3,7 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,4 +231,219 @@ func TestReviewAPICommitRequiresWhatItWrites(t *testing.T) {
 			mustCheck(t, e)
 		})
 	}
+}
+
+// TestReviewAPICounterLimits: counters at the ends of int64 overflow with
+// ErrOverflow and leave the value unchanged; an expired counter starts
+// again from 0 (its old value never comes back).
+func TestReviewAPICounterLimits(t *testing.T) {
+	e, clk := newTest(t, Config{Shards: 1})
+	steps := []struct {
+		name    string
+		do      func() (int64, error)
+		want    int64
+		wantErr error
+		value   string // the stored value after the step
+	}{
+		{"IncrBy MaxInt64 creates", func() (int64, error) { return e.IncrBy("c", math.MaxInt64) }, math.MaxInt64, nil, "9223372036854775807"},
+		{"Incr at MaxInt64", func() (int64, error) { return e.Incr("c") }, 0, ErrOverflow, "9223372036854775807"},
+		{"DecrBy MinInt64", func() (int64, error) { return e.DecrBy("c", math.MinInt64) }, 0, ErrOverflow, "9223372036854775807"},
+		{"IncrBy MinInt64 to -1", func() (int64, error) { return e.IncrBy("c", math.MinInt64) }, -1, nil, "-1"},
+		{"IncrBy MinInt64 at -1", func() (int64, error) { return e.IncrBy("c", math.MinInt64) }, 0, ErrOverflow, "-1"},
+		{"IncrBy MinInt64+1 to MinInt64", func() (int64, error) { return e.IncrBy("c", math.MinInt64+1) }, math.MinInt64, nil, "-9223372036854775808"},
+		{"Decr at MinInt64", func() (int64, error) { return e.Decr("c") }, 0, ErrOverflow, "-9223372036854775808"},
+		{"IncrBy 0 at MinInt64", func() (int64, error) { return e.IncrBy("c", 0) }, math.MinInt64, nil, "-9223372036854775808"},
+		{"IncrWith TTL 1ns on an existing key keeps no TTL", func() (int64, error) { return e.IncrWith("c", 1, IncrOptions{TTL: 1}) }, math.MinInt64 + 1, nil, "-9223372036854775807"},
+	}
+	for _, st := range steps {
+		got, err := st.do()
+		if !errors.Is(err, st.wantErr) || (err == nil && got != st.want) {
+			t.Fatalf("%s: got %d, %v; want %d, %v", st.name, got, err, st.want, st.wantErr)
+		}
+		if v, _ := e.Get("c"); string(v) != st.value {
+			t.Fatalf("%s: value %q, want %q", st.name, v, st.value)
+		}
+	}
+	if d, ok := e.TTL("c"); !ok || d != NoTTL {
+		t.Fatalf("TTL = %v %v, want NoTTL", d, ok)
+	}
+	// A counter created with TTL 1 ns is gone 1 ns later, and counts
+	// from 0 again.
+	if n, err := e.IncrWith("w", 5, IncrOptions{TTL: 1}); err != nil || n != 5 {
+		t.Fatalf("IncrWith TTL 1ns = %d %v", n, err)
+	}
+	clk.Advance(1)
+	if n, err := e.IncrWith("w", 1, IncrOptions{TTL: time.Hour}); err != nil || n != 1 {
+		t.Fatalf("Incr after the window: got %d %v, want 1 (the expired value must not come back)", n, err)
+	}
+	for _, v := range []string{"", "-", "-0", "+1", " 1", "01", "9223372036854775808", "-9223372036854775809", "1e3"} {
+		if _, err := e.Set("bad", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Incr("bad"); !errors.Is(err, ErrNotInteger) {
+			t.Errorf("Incr of %q: err = %v, want ErrNotInteger", v, err)
+		}
+		if got, _ := e.Get("bad"); string(got) != v {
+			t.Errorf("Incr of %q changed it to %q", v, got)
+		}
+	}
+}
+
+// TestReviewAPIKeySizeBoundary: a key of MaxKeySize bytes is a key like
+// any other; one byte more is ErrKeyTooLarge on every call with an error
+// result and a miss on every read, and changes nothing.
+func TestReviewAPIKeySizeBoundary(t *testing.T) {
+	const max = 16
+	e, _ := newTest(t, Config{Shards: 1, MaxKeySize: max})
+	ok := strings.Repeat("k", max)
+	long := ok + "k"
+	if _, err := e.Set(ok, []byte("v")); err != nil {
+		t.Fatalf("Set of a %d-byte key: %v", max, err)
+	}
+	if _, err := e.Set("", nil); err != nil {
+		t.Fatalf("Set of the empty key: %v", err)
+	}
+	calls := map[string]func() error{
+		"Set":          func() error { _, err := e.Set(long, nil); return err },
+		"SetWith":      func() error { _, _, err := e.SetWith(long, nil, SetOptions{TTL: NoTTL}); return err },
+		"CAS":          func() error { _, _, err := e.CompareAndSwap(long, 1, nil); return err },
+		"CAS absent":   func() error { _, _, err := e.CompareAndSwap(long, MustBeAbsent, nil); return err },
+		"Incr":         func() error { _, err := e.Incr(long); return err },
+		"Commit op":    func() error { _, _, err := e.Commit(nil, []Op{{Key: long, Delete: true}}); return err },
+		"Commit pre":   func() error { _, _, err := e.Commit([]Precondition{{Key: long}}, nil); return err },
+		"Expire":       func() error { _, err := e.Expire(long, time.Second, ExpireConditionAlways); return err },
+		"ExpireAt":     func() error { _, err := e.ExpireAt(long, t0, ExpireConditionAlways); return err },
+		"GetAndExpire": func() error { _, _, err := e.GetAndExpire(long, time.Second); return err },
+		"Persist":      func() error { _, err := e.Persist(long); return err },
+		"Pin":          func() error { _, err := e.Pin(long, true); return err },
+		"DeleteWith":   func() error { _, _, err := e.DeleteWith(long, DeleteOptions{}); return err },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, ErrKeyTooLarge) {
+			t.Errorf("%s with a %d-byte key: err = %v, want ErrKeyTooLarge", name, max+1, err)
+		}
+	}
+	if _, found := e.Get(long); found {
+		t.Error("Get of an over-long key: a hit")
+	}
+	if e.Delete(long) || e.CompareAndDelete(long, 1) {
+		t.Error("Delete of an over-long key reported a delete")
+	}
+	if got := e.Len(); got != 2 {
+		t.Errorf("Len = %d, want 2", got)
+	}
+}
+
+// TestReviewAPIListenerReentersCommit: a listener that writes the keys a
+// Commit just replaced or deleted, from inside the delivery, neither
+// deadlocks nor sees the engine locked; the removals carry the old values.
+func TestReviewAPIListenerReentersCommit(t *testing.T) {
+	var e *Engine
+	var got []string
+	e, _ = newTest(t, Config{Shards: 4, OnRemove: func(r Removal) {
+		got = append(got, r.Key+":"+r.Cause.String()+":"+string(r.Value))
+		if r.Key != "log" {
+			if _, _, err := e.Commit(nil, []Op{{Key: "log", Value: []byte(r.Key), TTL: NoTTL}}); err != nil {
+				panic(err)
+			}
+		}
+	}})
+	e.Set("a", []byte("a1"))
+	e.Set("b", []byte("b1"))
+	if _, ok, err := e.Commit(nil, []Op{{Key: "a", Value: []byte("a2"), TTL: NoTTL}, {Key: "b", Delete: true}}); !ok || err != nil {
+		t.Fatalf("Commit = %v %v", ok, err)
+	}
+	slices.Sort(got)
+	want := []string{"a:replaced:a1", "b:deleted:b1", "log:replaced:a"}
+	if !slices.Equal(got, want) && !slices.Equal(got, []string{"a:replaced:a1", "b:deleted:b1", "log:replaced:b"}) {
+		t.Errorf("removals %q, want %q (or with log:replaced:b)", got, want)
+	}
+	mustCheck(t, e)
+}
+
+// TestReviewAPIBigValueUnderCap: under MaxBytes with several shards, a
+// value larger than a shard's share of the cap is stored by evicting in
+// other shards, never passing the cap; when every other entry is pinned it
+// is ErrOutOfMemory, and nothing is removed.
+func TestReviewAPIBigValueUnderCap(t *testing.T) {
+	const maxBytes = 64 << 10
+	for _, pin := range []bool{false, true} {
+		t.Run(fmt.Sprint("pinned=", pin), func(t *testing.T) {
+			var evs []Removal
+			e, _ := newTest(t, Config{Shards: 8, MaxBytes: maxBytes, Policy: evict.AllKeysLRU,
+				OnRemove: func(r Removal) { evs = append(evs, r) }})
+			for i := 0; ; i++ {
+				_, _, err := e.SetWith("k"+strconv.Itoa(i), make([]byte, 100), SetOptions{TTL: NoTTL, Pin: pin})
+				if errors.Is(err, ErrOutOfMemory) || e.Stats().Evicted > 0 {
+					break // full
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			evs = nil
+			before := e.Len()
+			big := make([]byte, maxBytes/2) // four shards' shares
+			_, err := e.Set("big", big)
+			switch {
+			case pin && !errors.Is(err, ErrOutOfMemory):
+				t.Fatalf("Set of %d bytes with everything pinned: err = %v, want ErrOutOfMemory", len(big), err)
+			case pin && (len(evs) != 0 || e.Len() != before):
+				t.Fatalf("a failed Set removed %d entries (%d → %d resident)", len(evs), before, e.Len())
+			case !pin && err != nil:
+				t.Fatalf("Set of %d bytes: %v, want it stored by eviction", len(big), err)
+			}
+			if st := e.Stats(); st.Bytes > maxBytes {
+				t.Fatalf("Bytes = %d over MaxBytes %d", st.Bytes, maxBytes)
+			}
+			mustCheck(t, e)
+		})
+	}
+}
+
+// TestReviewAPICommitsRaceUnderCap: commits with preconditions, plain
+// writes and pins race under a small cap with eviction; every error is
+// ErrOutOfMemory, the cap holds, and the engine's invariants hold after.
+func TestReviewAPICommitsRaceUnderCap(t *testing.T) {
+	e, _ := newTest(t, Config{Shards: 4, MaxBytes: 8 << 10, Policy: evict.AllKeysLRU, OnRemove: func(Removal) {}})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for range 2000 {
+				k := func() string { return "k" + strconv.Itoa(r.IntN(40)) }
+				var err error
+				switch r.IntN(4) {
+				case 0:
+					_, err = e.Set(k(), make([]byte, r.IntN(400)))
+				case 1:
+					p := k()
+					it, _ := e.GetItem(p)
+					_, _, err = e.Commit([]Precondition{{Key: p, Version: it.Version}},
+						[]Op{{Key: k() + "x", Value: make([]byte, r.IntN(400)), TTL: NoTTL}, {Key: k() + "y", Delete: true}})
+				case 2:
+					_, err = e.Pin(k(), r.IntN(2) == 0)
+				case 3:
+					_, _, err = e.Commit(nil, []Op{{Key: k(), Value: make([]byte, r.IntN(400)), TTL: time.Hour, Pin: r.IntN(8) == 0}})
+				}
+				if err != nil && !errors.Is(err, ErrOutOfMemory) {
+					errs <- err
+					return
+				}
+				if st := e.Stats(); st.Bytes > st.MaxBytes {
+					errs <- fmt.Errorf("Bytes %d over MaxBytes %d", st.Bytes, st.MaxBytes)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	mustCheck(t, e)
 }
