@@ -32,7 +32,13 @@ type Config struct {
 	// stored, and how much, depends on MaxBytes alone.
 	Shards int
 
-	// Clock is the time source. nil means clock.Real.
+	// Clock is the time source. nil means clock.Real. Its readings are
+	// Unix nanoseconds, never before the epoch: the engine's time never
+	// goes below 0, so under a clock that reads before 1970 it would stand
+	// still at 0 and no TTL would expire. A *clock.Manual that reads before
+	// the epoch at New (clock.NewManual(time.Time{}) does) is
+	// ErrInvalidConfig; New reads no other clock. A clock that steps back
+	// later reads as standing still until it passes the highest time seen.
 	Clock clock.Clock
 
 	// ExpiryInterval is the period of the active expiry cycle. 0 means
@@ -102,6 +108,11 @@ func (c Config) resolve() (Config, int, error) {
 	c.Durability = d
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
+	}
+	if m, ok := c.Clock.(*clock.Manual); ok && m.Now() < 0 {
+		// A manual clock's reading has no side effect; another clock's
+		// first reading belongs to the engine's first operation.
+		return c, 0, fmt.Errorf("%w: Clock reads %v, before the Unix epoch", ErrInvalidConfig, m.Time())
 	}
 	if c.ExpiryInterval == 0 {
 		c.ExpiryInterval = 100 * time.Millisecond

@@ -520,7 +520,8 @@ func itemOf(en entry, now int64) Item {
 // value. It never yields a due entry (and removes those it passes, as any
 // read does). Iteration is weakly consistent, like sync.Map's Range: it
 // locks one shard at a time and yields outside the lock, so entries written
-// during the iteration may or may not be seen. It does not count hits.
+// during the iteration may or may not be seen; no key is yielded twice,
+// even one deleted and written again meanwhile. It does not count hits.
 func (e *Engine) All() iter.Seq2[string, []byte] {
 	return func(yield func(string, []byte) bool) {
 		for k, it := range e.Items() {
@@ -541,12 +542,28 @@ func (e *Engine) Items() iter.Seq2[string, Item] {
 		const batch = 256
 		buf := make([]kv, 0, batch)
 		var due []string
+		// A shard is read a batch at a time, unlocked in between, when
+		// a key yielded may be deleted and written again into a slot
+		// not read yet. Such a key has a version above the shard's
+		// when its iteration began (v0): an entry with a version at or
+		// below v0 has been in its slot since then. So the hashes of
+		// the keys yielded from a shard read in several batches are
+		// kept, and a later entry with a version above v0 is skipped if
+		// its hash is among them (a 64-bit hash of a key the seed keeps
+		// secret: a collision, which would hide an entry written during
+		// the iteration, as weak consistency allows, is negligible).
+		var yielded map[uint64]struct{}
 		for i := range e.shards {
 			s := &e.shards[i]
+			clear(yielded)
+			var v0 uint64
 			for next := 0; ; {
 				buf, due = buf[:0], due[:0]
 				s.mu.RLock()
 				now := e.now()
+				if next == 0 {
+					v0 = s.version
+				}
 				for ; next < s.ents.len() && len(buf) < batch; next++ {
 					if s.ents.get(uint32(next)) == 0 {
 						continue
@@ -556,9 +573,22 @@ func (e *Engine) Items() iter.Seq2[string, Item] {
 						due = append(due, string(en.key()))
 						continue
 					}
+					if yielded != nil && en.version() > v0 {
+						if _, dup := yielded[s.hash(en.key())]; dup {
+							continue
+						}
+					}
 					buf = append(buf, kv{string(en.key()), itemOf(en, now)})
 				}
 				end := next >= s.ents.len()
+				if !end {
+					if yielded == nil {
+						yielded = make(map[uint64]struct{})
+					}
+					for _, p := range buf {
+						yielded[e.seed.keyHash(p.k)] = struct{}{}
+					}
+				}
 				s.mu.RUnlock()
 				for _, k := range due {
 					_, h := e.shardFor(k)

@@ -54,7 +54,9 @@ func (e *Engine) expireAt(key string, cond ExpireCondition, deadlineAt func(now 
 	var op locked
 	for op.lock(e, s) {
 		var d int64
-		if d, err = deadlineAt(op.clk.get()); err == nil {
+		if s.closed {
+			err = ErrClosed // Close cleared the shard after checkCall
+		} else if d, err = deadlineAt(op.clk.get()); err == nil {
 			done, err = s.expireLocked(key, h, cond, d, op.clk.get(), op.events())
 		}
 		err = op.unlock(err)
@@ -139,7 +141,9 @@ func (e *Engine) Persist(key string) (bool, error) {
 	var err error
 	var op locked
 	for op.lock(e, s) {
-		if slot, ok := s.lookupAtLocked(key, h, &op.clk, op.events()); ok && s.at(slot).deadline() != 0 {
+		if s.closed {
+			err = ErrClosed // Close cleared the shard after checkCall
+		} else if slot, ok := s.lookupAtLocked(key, h, &op.clk, op.events()); ok && s.at(slot).deadline() != 0 {
 			en := s.at(slot)
 			if err = s.logMetaLocked(en, 0, en.flags()&flagPinned != 0); err == nil {
 				s.retimeLocked(en, h, 0, false)
@@ -169,7 +173,9 @@ func (e *Engine) GetAndExpire(key string, ttl time.Duration) (Item, bool, error)
 	var op locked
 	for op.lock(e, s) {
 		var d int64
-		if d, err = deadlineAfter(op.clk.get(), ttl); err == nil {
+		if s.closed {
+			err = ErrClosed // Close cleared the shard after checkCall
+		} else if d, err = deadlineAfter(op.clk.get(), ttl); err == nil {
 			var slot uint32
 			if slot, ok = s.lookupAtLocked(key, h, &op.clk, op.events()); ok {
 				en := s.at(slot)
@@ -212,6 +218,9 @@ func (e *Engine) Pin(key string, pinned bool) (bool, error) {
 
 // pinLocked is Pin under the shard's exclusive lock.
 func (s *shard) pinLocked(key string, h uint64, pinned bool, now int64, ev *[]Removal) (bool, error) {
+	if s.closed {
+		return false, ErrClosed // Close cleared the shard after checkCall
+	}
 	slot, ok := s.lookupLocked(key, h, now, ev)
 	if !ok {
 		return false, nil

@@ -70,7 +70,8 @@ func (op *Op) options() SetOptions {
 // change only (what its writes add minus what its deletes and shrinks
 // free) and evicts no more than that; if it cannot fit, it fails with
 // ErrOutOfMemory (or ErrTooLarge) and nothing changes. Keys written or
-// deleted by the commit are never evicted to make room for it. When its
+// deleted by the commit, and the keys its preconditions require, are
+// never evicted to make room for it. When its
 // own shards cannot make the room, it unlocks them, makes room in other
 // shards one at a time, and starts over (see budget).
 func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, committed bool, err error) {
@@ -126,14 +127,25 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 
 // commitLocked is Commit with its shards locked, deciding at now.
 func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now int64, r *room, ev *[]Removal) ([]uint64, bool, error) {
+	// excl lists, per shard, the entries making room must not evict: those
+	// the ops write or delete, and those the preconditions require (the
+	// commit must not evict what it depends on: its writes would then
+	// appear with a precondition that no longer holds).
+	excl := map[*shard][]uint32{}
+	shards := make([]uint64, 0, len(pre)+len(hashes)) // a hash per key, for lockedShards
 	for _, p := range pre {
 		s, h := e.shardFor(p.Key)
+		shards = append(shards, h)
 		slot, ok := s.lookupLocked(p.Key, h, now, ev)
 		switch {
 		case !ok && p.Version != MustBeAbsent, ok && s.at(slot).version() != p.Version:
 			return nil, false, nil
 		}
+		if ok {
+			excl[s] = append(excl[s], slot)
+		}
 	}
+	shards = append(shards, hashes...)
 
 	// Plan: where each op lands, the deadline it leaves, and how much it
 	// changes the accounted bytes (a delete's growth is minus its size).
@@ -145,7 +157,6 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 		grow     int64
 	}
 	plans := make([]plan, len(ops))
-	excl := map[*shard][]uint32{}
 	arena := map[*shard]int64{} // record bytes each shard's arena gains at most
 	var net int64
 	for i := range ops {
@@ -185,6 +196,13 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 		net += p.grow
 		plans[i] = p
 	}
+	// A key both required and written (or required twice) is listed
+	// once: making room hides each entry once and shows it to its policy
+	// again once (a second showing would count its bytes twice).
+	for s, slots := range excl {
+		slices.Sort(slots)
+		excl[s] = slices.Compact(slots)
+	}
 	for s, n := range arena {
 		if err := s.arenaRoomLocked(n); err != nil {
 			return nil, false, err
@@ -207,7 +225,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 	// Making room evicts nothing unless the whole commit can fit.
 	if e.b != nil && net > 0 && !e.b.has(r, net) {
 		parts := make([]roomPart, 0, len(excl)+1)
-		for _, i := range lockedShards(e, hashes) {
+		for _, i := range lockedShards(e, shards) {
 			s := &e.shards[i]
 			parts = append(parts, roomPart{s, excl[s]})
 		}
@@ -253,6 +271,10 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 	for _, p := range plans {
 		p.s.midCommit = false
 	}
+	// The entries making room hid from their policies that the commit did
+	// not write (those its preconditions require) go back to them; the
+	// written ones are tracked again already, the deleted ones gone.
+	resync()
 	for s := range excl {
 		s.maybeShrinkLocked()
 	}

@@ -339,6 +339,9 @@ func (e *Engine) remove(key string, version uint64, load bool) ([]byte, bool, er
 
 // removeKeyLocked is remove under the shard's exclusive lock.
 func (s *shard) removeKeyLocked(key string, h uint64, version uint64, load bool, now *lazyNow, ev *[]Removal) (val []byte, ok bool, err error) {
+	if s.closed {
+		return nil, false, ErrClosed // Close cleared the shard after the caller's check
+	}
 	slot, ok := s.lookupAtLocked(key, h, now, ev)
 	if !ok || (version != AnyVersion && s.at(slot).version() != version) {
 		return nil, false, nil
