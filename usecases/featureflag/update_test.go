@@ -3,12 +3,10 @@ package featureflag_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/tidekv/tide/usecases/featureflag"
-	"github.com/tidekv/tide/usecases/store"
+	"github.com/tidekv/tide/usecases/store/storetest"
 )
 
 // Update's prev is the Flag as read: its exported fields are the caller's
@@ -32,7 +30,7 @@ func TestUpdateJudgesPrevAsRead(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := featureflag.New(featureflag.Config{Backend: newPerKeyBackend()})
+			s, err := featureflag.New(featureflag.Config{Backend: storetest.NewPerKeyBackend()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,51 +74,4 @@ func TestUpdateJudgesPrevAsRead(t *testing.T) {
 			}
 		})
 	}
-}
-
-// perKeyBackend is a featureflag.Backend whose versions count per key, as
-// the store contract allows (a version is never reused for its key;
-// versions of different keys are not ordered, and may be equal): Redis's
-// per-slot counters give two flags in different slots the same versions.
-type perKeyBackend struct {
-	mu   sync.Mutex
-	vals map[string]store.Item
-	ver  map[string]uint64
-}
-
-func newPerKeyBackend() *perKeyBackend {
-	return &perKeyBackend{vals: map[string]store.Item{}, ver: map[string]uint64{}}
-}
-
-func (b *perKeyBackend) Now(context.Context) (time.Time, error) {
-	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil
-}
-
-func (b *perKeyBackend) Get(_ context.Context, key string) (store.Item, bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	it, ok := b.vals[key]
-	return it, ok, nil
-}
-
-func (b *perKeyBackend) FlagWrite(ctx context.Context, d *store.FlagWrite) error {
-	if err := store.Begin(ctx, d); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d.OK, d.Version, d.Current = false, 0, b.vals[d.Key].Version
-	if d.Current != d.IfVersion {
-		return nil
-	}
-	log, err := store.AppendLog(b.vals[d.AuditKey].Value, d.Audit, d.AuditKeep)
-	if err != nil {
-		return err
-	}
-	for k, v := range map[string][]byte{d.Key: d.Value, d.AuditKey: log} {
-		b.ver[k]++
-		b.vals[k] = store.Item{Value: v, Version: b.ver[k]}
-	}
-	d.OK, d.Version, d.Current = true, b.ver[d.Key], 0
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"github.com/tidekv/tide/usecases/store"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidekv/tide/usecases/session"
+	"github.com/tidekv/tide/usecases/store"
 	"github.com/tidekv/tide/usecases/store/storetest"
 )
 
@@ -224,63 +224,6 @@ func serveWith(t *testing.T, m *session.Manager, id string, h http.HandlerFunc) 
 	return rec
 }
 
-// perKeyBackend is a session.Backend (no TTLs) whose versions count per
-// key, as the store contract allows: versions of different keys may be
-// equal (Redis's per-slot counters).
-type perKeyBackend struct {
-	mu   sync.Mutex
-	vals map[string]store.Item
-	ver  map[string]uint64
-}
-
-func newPerKeyBackend() *perKeyBackend {
-	return &perKeyBackend{vals: map[string]store.Item{}, ver: map[string]uint64{}}
-}
-
-func (b *perKeyBackend) Now(context.Context) (time.Time, error) {
-	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil
-}
-
-func (b *perKeyBackend) Get(_ context.Context, key string) (store.Item, bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	it, ok := b.vals[key]
-	return it, ok, nil
-}
-
-func (b *perKeyBackend) Set(_ context.Context, key string, value []byte, o store.SetOptions) (uint64, bool, error) {
-	if err := o.Validate(); err != nil {
-		return 0, false, err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	it, ok := b.vals[key]
-	if o.IfAbsent && ok || o.IfVersion != 0 && it.Version != o.IfVersion {
-		return 0, false, nil
-	}
-	b.ver[key]++
-	b.vals[key] = store.Item{Value: append([]byte(nil), value...), Version: b.ver[key]}
-	return b.ver[key], true, nil
-}
-
-func (b *perKeyBackend) CompareAndDelete(_ context.Context, key string, version uint64) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if it, ok := b.vals[key]; !ok || it.Version != version {
-		return false, nil
-	}
-	delete(b.vals, key)
-	return true, nil
-}
-
-func (b *perKeyBackend) Delete(_ context.Context, key string) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	_, ok := b.vals[key]
-	delete(b.vals, key)
-	return ok, nil
-}
-
 // A Session's ID is exported, but a Save or Rotate of a session whose ID
 // was changed to another session's must not write this session's record
 // (its user) under the other ID, nor revoke the other: whoever holds the
@@ -291,7 +234,7 @@ func TestChangedIDDoesNotOverwriteAnotherSession(t *testing.T) {
 	ctx := context.Background()
 	for _, op := range []string{"Save", "Rotate", "SaveHandBuilt"} {
 		t.Run(op, func(t *testing.T) {
-			m, err := session.New(session.Config{Backend: newPerKeyBackend()})
+			m, err := session.New(session.Config{Backend: storetest.NewPerKeyBackend()})
 			if err != nil {
 				t.Fatal(err)
 			}
