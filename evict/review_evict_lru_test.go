@@ -3,6 +3,8 @@ package evict
 import (
 	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // TestReviewEvictLRUEntriesOlderThanHalfTheClock guards AllKeysLRU's
@@ -61,4 +63,73 @@ func TestReviewEvictLRUEntriesOlderThanHalfTheClock(t *testing.T) {
 			t.Errorf("gap %d: eviction order %v, want %v", gap, got, want)
 		}
 	}
+}
+
+// TestReviewEvictLRUAgainstRecency checks AllKeysLRU's exactness against
+// a model of recency: Victim returns an entry last used (added, updated
+// or read) in the earliest interval between two ticks (a write or a
+// Victim) of any tracked entry, as its doc promises (ties only between
+// entries used between the same two ticks). Handles are reused, read
+// after removal, added twice, and Victim is called without removing.
+func TestReviewEvictLRUAgainstRecency(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := newLRU()
+		ticks := 0
+		used := map[Handle]int{} // tracked handle → ticks before its last use
+		handle := rapid.Custom(func(t *rapid.T) Handle { return Handle(rapid.IntRange(0, 300).Draw(t, "h")) })
+		t.Repeat(map[string]func(*rapid.T){
+			"add": func(t *rapid.T) {
+				h := handle.Draw(t, "h")
+				p.Add(h, Entry{Size: 1})
+				used[h] = ticks
+				ticks++
+			},
+			"update": func(t *rapid.T) {
+				h := handle.Draw(t, "h")
+				p.Update(h, Entry{Size: 1})
+				used[h] = ticks
+				ticks++
+			},
+			"access": func(t *rapid.T) {
+				h := handle.Draw(t, "h")
+				p.Access(h)
+				if _, ok := used[h]; ok {
+					used[h] = ticks
+				}
+			},
+			"remove": func(t *rapid.T) {
+				h := handle.Draw(t, "h")
+				p.Remove(h)
+				delete(used, h)
+			},
+			"victim": func(t *rapid.T) {
+				h, ok := p.Victim(0)
+				ticks++
+				if ok != (len(used) > 0) {
+					t.Fatalf("Victim ok = %v with %d tracked", ok, len(used))
+				}
+				if !ok {
+					return
+				}
+				e, tracked := used[h]
+				if !tracked {
+					t.Fatalf("Victim = %d, not tracked", h)
+				}
+				for x, ex := range used {
+					if ex < e {
+						t.Fatalf("Victim = %d last used after %d ticks, but %d was last used after %d", h, e, x, ex)
+					}
+				}
+				if rapid.Bool().Draw(t, "evict") {
+					p.Remove(h)
+					delete(used, h)
+				}
+			},
+			"": func(t *rapid.T) {
+				if err := p.check(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		})
+	})
 }
