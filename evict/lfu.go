@@ -109,9 +109,12 @@ func (p *lfuPolicy) decayed(w, now uint32) uint32 {
 	return c - periods
 }
 
-// Add implements Policy.
+// Add implements Policy; for a handle already tracked it is Update.
 func (p *lfuPolicy) Add(h Handle, e Entry) {
-	p.s.set.add(h)
+	if !p.s.set.add(h) {
+		p.Access(h)
+		return
+	}
 	if int(h) >= len(p.meta) {
 		n := growLen(h, len(p.meta))
 		s := make([]atomic.Uint32, n)

@@ -28,13 +28,18 @@ import (
 // stamp, so the order is exact LRU up to ties between young entries read
 // between the same two clock ticks. On the reference traces tide's LRU is
 // within 0.05 point of an exact LRU (bench/HITRATIO.md). Stamps compare with
-// wrap-around arithmetic, exact while entries are less than 2³¹ ticks apart.
+// wrap-around arithmetic, exact while entries are less than 2³¹ ticks apart;
+// so that they always are, every 2²⁸ ticks the stamps more than 2³⁰ ticks
+// old are raised to 2³⁰ ticks old (an O(n) pass under the shard's lock):
+// entries unused for that long stay the least recently used, in no
+// particular order among themselves.
 //
 // Cost: Access O(1): an atomic load, a store when the clock moved since the
 // entry's last read, and a CAS on the shared clock only for entries revived
 // from the older three quarters of the order (on uniform access over a large
 // set, that is most reads; on skewed access, few). Add, Update and Remove
-// O(log n); Victim O(log n) plus O(log n) for each entry read since it was
+// O(log n), and once every 2²⁸ ticks a write or Victim O(n) (the rebase);
+// Victim O(log n) plus O(log n) for each entry read since it was
 // last placed (each read is paid for at most once). Memory: 16 bytes per
 // entry (stamp, heap key, heap slot, heap position).
 //
@@ -76,8 +81,27 @@ func newLRU() *lruPolicy { return &lruPolicy{} }
 // write are stamped newer than the write.
 func (p *lruPolicy) tick() uint32 {
 	c := p.clock.Load()
+	if c%lruRebase == 0 {
+		p.rebase(c)
+	}
 	p.clock.Store(c + 1)
 	return c
+}
+
+// rebase raises the stamps and heap keys of the tracked entries more than
+// lruMaxAge ticks older than c to exactly that old. Only the entries at
+// the old end of the order change, to keys at most every other key, so
+// the heap stays ordered; a stamp is never older than its key after.
+func (p *lruPolicy) rebase(c uint32) {
+	floor := c - lruMaxAge
+	for _, h := range p.heap {
+		if c-p.key[h] > lruMaxAge {
+			p.key[h] = floor
+		}
+		if c-p.stamp[h].Load() > lruMaxAge {
+			p.stamp[h].Store(floor)
+		}
+	}
 }
 
 func (p *lruPolicy) grow(h Handle) {
@@ -106,6 +130,15 @@ func (p *lruPolicy) tracked(h Handle) bool { return int(h) < len(p.pos) && p.pos
 const (
 	lruOldMin = 64
 	lruOldDiv = 4
+)
+
+// Every lruRebase ticks, tick raises the stamps and heap keys more than
+// lruMaxAge ticks old to lruMaxAge ticks old (see rebase): no entry is
+// then ever more than lruMaxAge+lruRebase < 2³¹ ticks old, so older
+// compares every pair of tracked entries exactly.
+const (
+	lruRebase = 1 << 28
+	lruMaxAge = 1 << 30
 )
 
 // older reports whether a is an older stamp than b, modulo 2³².
@@ -200,10 +233,11 @@ func (p *lruPolicy) Access(h Handle) {
 	c := p.clock.Load()
 	if s := p.stamp[h].Load(); s != c {
 		p.stamp[h].Store(c)
-		if c-s > p.old.Load() {
+		if c-s > p.old.Load() && c%lruRebase != 0 {
 			// The entry comes back from far behind: give it a stamp of its
 			// own, so that entries revived between the same two writes
-			// keep their order. Lossy: a concurrent tick may win.
+			// keep their order. Lossy: a concurrent tick may win. A clock
+			// at a multiple of lruRebase is left for tick to rebase.
 			p.clock.CompareAndSwap(c, c+1)
 		}
 	}

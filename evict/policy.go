@@ -50,6 +50,7 @@ type Entry struct {
 type Policy interface {
 	// Add records a newly evictable entry (a write that created it, or an
 	// existing entry that became evictable). A write counts as an access.
+	// Adding a handle already tracked is an Update.
 	Add(h Handle, e Entry)
 	// Update records a write to an evictable entry (its size or deadline may
 	// have changed). A write counts as an access. Every write that changes
