@@ -92,23 +92,24 @@ func TestReviewEvictLFUExactOnSmallSets(t *testing.T) {
 				live[h] = min(c+1, 255)
 			}
 		}
+		// An Add or Update of a tracked handle counts as a hit (see
+		// Policy.Add); of an untracked one, it starts a new entry.
+		write := func(h Handle) {
+			if _, ok := live[h]; ok {
+				hit(h)
+			} else {
+				live[h] = lfuInitVal
+			}
+		}
 		t.Repeat(map[string]func(*rapid.T){
 			"add": func(t *rapid.T) {
 				h := handle.Draw(t, "h")
-				if _, ok := live[h]; ok {
-					hit(h)
-				} else {
-					live[h] = lfuInitVal
-				}
+				write(h)
 				p.Add(h, Entry{})
 			},
 			"update": func(t *rapid.T) {
 				h := handle.Draw(t, "h")
-				if _, ok := live[h]; ok {
-					hit(h)
-				} else {
-					live[h] = lfuInitVal
-				}
+				write(h)
 				p.Update(h, Entry{})
 			},
 			"access": func(t *rapid.T) {
