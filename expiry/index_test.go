@@ -39,84 +39,106 @@ func (x *Index) items() []Item {
 // its invariants after every operation.
 func TestIndexMatchesSortedSet(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		x, m := NewIndex(), indexModel{}
-		item := func(label string) Item {
+		item := func(t *rapid.T, label string) Item {
 			return Item{Deadline: rapid.Int64Range(0, 400).Draw(t, label+"d"), Slot: uint32(rapid.IntRange(0, 3).Draw(t, label+"s"))}
 		}
-		t.Repeat(map[string]func(*rapid.T){
-			"add": func(t *rapid.T) {
-				it := item("add")
-				x.Add(it)
-				m.add(it)
-			},
-			"addRun": func(t *rapid.T) {
-				start := item("run")
-				n := rapid.IntRange(1, 200).Draw(t, "n")
-				step := rapid.SampledFrom([]int64{1, -1, 3, -7}).Draw(t, "step")
-				for i := range n {
-					it := Item{Deadline: start.Deadline + int64(i)*step, Slot: start.Slot}
-					x.Add(it)
-					m.add(it)
-				}
-			},
-			"remove": func(t *rapid.T) {
-				it := item("rm")
-				if len(m) > 0 && rapid.Bool().Draw(t, "present") {
-					it = m[rapid.IntRange(0, len(m)-1).Draw(t, "i")]
-				}
-				if got, want := x.Remove(it), m.remove(it); got != want {
-					t.Fatalf("Remove(%v) = %v, want %v", it, got, want)
-				}
-			},
-			"popDue": func(t *rapid.T) {
-				now := rapid.Int64Range(-10, 500).Draw(t, "now")
-				for k := rapid.IntRange(1, 100).Draw(t, "k"); k > 0; k-- {
-					it, ok := x.PopDue(now)
-					wantOK := len(m) > 0 && m[0].Deadline <= now
-					if ok != wantOK || (ok && it != m[0]) {
-						t.Fatalf("PopDue(%d) = %v,%v; model's first %v", now, it, ok, m)
+		now := func(t *rapid.T) int64 { return rapid.Int64Range(-10, 500).Draw(t, "now") }
+		runIndexModel(t, item, now, func(x *Index, m *indexModel) map[string]func(*rapid.T) {
+			return map[string]func(*rapid.T){
+				"addRun": func(t *rapid.T) {
+					start := item(t, "run")
+					n := rapid.IntRange(1, 200).Draw(t, "n")
+					step := rapid.SampledFrom([]int64{1, -1, 3, -7}).Draw(t, "step")
+					for i := range n {
+						it := Item{Deadline: start.Deadline + int64(i)*step, Slot: start.Slot}
+						x.Add(it)
+						m.add(it)
 					}
-					if !ok {
-						break
-					}
-					m = m[1:]
-				}
-			},
-			"countDue": func(t *rapid.T) {
-				now := rapid.Int64Range(-10, 500).Draw(t, "now")
-				want := 0
-				for _, it := range m {
-					if it.Deadline <= now {
-						want++
-					}
-				}
-				if got := x.CountDue(now); got != want {
-					t.Fatalf("CountDue(%d) = %d want %d", now, got, want)
-				}
-			},
-			"clear": func(t *rapid.T) {
-				if rapid.IntRange(0, 20).Draw(t, "c") == 0 {
-					x.Clear()
-					m = nil
-				}
-			},
-			"": func(t *rapid.T) {
-				if err := x.Check(); err != nil {
-					t.Fatal(err)
-				}
-				if x.Len() != len(m) {
-					t.Fatalf("Len = %d want %d", x.Len(), len(m))
-				}
-				if got := x.items(); !slices.Equal(got, m) {
-					t.Fatalf("items %v want %v", got, m)
-				}
-				it, ok := x.Min()
-				if ok != (len(m) > 0) || (ok && it != m[0]) {
-					t.Fatalf("Min = %v,%v want first of %v", it, ok, m)
-				}
-			},
+				},
+			}
 		})
 	})
+}
+
+// runIndexModel drives a new index and its model with the same operations
+// (adds, removals of present and absent items, pops, counts and ascents of
+// due items at now's readings, clears, and extra's), items drawn by item,
+// and checks after every operation that the index holds exactly the
+// model's items, in order, with its invariants.
+func runIndexModel(t *rapid.T, item func(t *rapid.T, label string) Item, now func(t *rapid.T) int64, extra func(x *Index, m *indexModel) map[string]func(*rapid.T)) {
+	x, m := NewIndex(), indexModel{}
+	ops := map[string]func(*rapid.T){
+		"add": func(t *rapid.T) {
+			it := item(t, "add")
+			x.Add(it)
+			m.add(it)
+		},
+		"remove": func(t *rapid.T) {
+			it := item(t, "rm")
+			if len(m) > 0 && rapid.Bool().Draw(t, "present") {
+				it = m[rapid.IntRange(0, len(m)-1).Draw(t, "i")]
+			}
+			if got, want := x.Remove(it), m.remove(it); got != want {
+				t.Fatalf("Remove(%v) = %v, want %v", it, got, want)
+			}
+		},
+		"popDue": func(t *rapid.T) {
+			n := now(t)
+			for k := rapid.IntRange(1, 100).Draw(t, "k"); k > 0; k-- {
+				it, ok := x.PopDue(n)
+				wantOK := len(m) > 0 && m[0].Deadline <= n
+				if ok != wantOK || (ok && it != m[0]) {
+					t.Fatalf("PopDue(%d) = %v,%v; model's first %v", n, it, ok, m[:min(len(m), 3)])
+				}
+				if !ok {
+					break
+				}
+				m = m[1:]
+			}
+		},
+		"countDue": func(t *rapid.T) {
+			n := now(t)
+			want := 0
+			for _, it := range m {
+				if it.Deadline <= n {
+					want++
+				}
+			}
+			if got := x.CountDue(n); got != want {
+				t.Fatalf("CountDue(%d) = %d want %d", n, got, want)
+			}
+			var got []Item
+			x.AscendDue(n, func(it Item) bool { got = append(got, it); return true })
+			if !slices.Equal(got, m[:want]) {
+				t.Fatalf("AscendDue(%d) = %d items, want %d", n, len(got), want)
+			}
+		},
+		"clear": func(t *rapid.T) {
+			if rapid.IntRange(0, 20).Draw(t, "c") == 0 {
+				x.Clear()
+				m = nil
+			}
+		},
+		"": func(t *rapid.T) {
+			if err := x.Check(); err != nil {
+				t.Fatal(err)
+			}
+			if x.Len() != len(m) {
+				t.Fatalf("Len = %d want %d", x.Len(), len(m))
+			}
+			if got := x.items(); !slices.Equal(got, m) {
+				t.Fatalf("items differ: got %d want %d", len(got), len(m))
+			}
+			it, ok := x.Min()
+			if ok != (len(m) > 0) || (ok && it != m[0]) {
+				t.Fatalf("Min = %v,%v want first of %v", it, ok, m[:min(len(m), 3)])
+			}
+		},
+	}
+	for name, op := range extra(x, &m) {
+		ops[name] = op
+	}
+	t.Repeat(ops)
 }
 
 // TestIndexAddBeforeEveryItemIntoAFullFirstChunk guards the chunk that must
