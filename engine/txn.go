@@ -118,24 +118,24 @@ func (e *Engine) Commit(pre []Precondition, ops []Op) (versions []uint64, commit
 			// shard is a valid witness.
 			err = ErrClosed
 		} else {
-			versions, committed, err = e.commitLocked(pre, ops, hashes, op.clk.get(), &op.r, op.events())
+			versions, committed, err = e.commitLocked(pre, ops, hashes, idx, op.clk.get(), &op.r, op.events())
 		}
 		err = op.unlock(err)
 	}
 	return versions, committed, err
 }
 
-// commitLocked is Commit with its shards locked, deciding at now.
-func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now int64, r *room, ev *[]Removal) ([]uint64, bool, error) {
+// commitLocked is Commit with its shards locked (locked: their indexes,
+// ascending; those of the preconditions' keys and of the ops'), deciding
+// at now; hashes are the ops' keys' hashes.
+func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, locked []int, now int64, r *room, ev *[]Removal) ([]uint64, bool, error) {
 	// excl lists, per shard, the entries making room must not evict: those
 	// the ops write or delete, and those the preconditions require (the
 	// commit must not evict what it depends on: its writes would then
 	// appear with a precondition that no longer holds).
 	excl := map[*shard][]uint32{}
-	shards := make([]uint64, 0, len(pre)+len(hashes)) // a hash per key, for lockedShards
 	for _, p := range pre {
 		s, h := e.shardFor(p.Key)
-		shards = append(shards, h)
 		slot, ok := s.lookupLocked(p.Key, h, now, ev)
 		switch {
 		case !ok && p.Version != MustBeAbsent, ok && s.at(slot).version() != p.Version:
@@ -145,7 +145,6 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 			excl[s] = append(excl[s], slot)
 		}
 	}
-	shards = append(shards, hashes...)
 
 	// Plan: where each op lands, the deadline it leaves, and how much it
 	// changes the accounted bytes (a delete's growth is minus its size).
@@ -225,7 +224,7 @@ func (e *Engine) commitLocked(pre []Precondition, ops []Op, hashes []uint64, now
 	// Making room evicts nothing unless the whole commit can fit.
 	if e.b != nil && net > 0 && !e.b.has(r, net) {
 		parts := make([]roomPart, 0, len(excl)+1)
-		for _, i := range lockedShards(e, shards) {
+		for _, i := range locked {
 			s := &e.shards[i]
 			parts = append(parts, roomPart{s, excl[s]})
 		}
