@@ -18,9 +18,10 @@ var (
 	// ErrInvalidOptions reports contradictory SetOptions.
 	ErrInvalidOptions = kverr.ErrInvalidOptions
 	// ErrKeyTooLarge reports a key longer than the backend accepts, given
-	// to Set or to a decision that would write it. Such a key cannot
-	// exist: Get, Delete and CompareAndDelete of it report a miss (false,
-	// nil).
+	// to Set or to any decision (one that would write nothing, an
+	// inspection or a peek, included: its answer would be about a key
+	// that cannot exist). Get, Delete and CompareAndDelete of such a key
+	// report a miss (false, nil).
 	ErrKeyTooLarge = kverr.ErrKeyTooLarge
 	// ErrTooLarge reports a value that can never fit.
 	ErrTooLarge = kverr.ErrTooLarge
