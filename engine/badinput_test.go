@@ -578,7 +578,9 @@ func keysInShard(e *engine.Engine, i, n int, prefix string) []string {
 func TestCommitOOMEvictsNothing(t *testing.T) {
 	for range 20 { // the engine visits shards in map order
 		var evs []engine.Removal
-		e, err := engine.New(engine.Config{Shards: 2, ExpiryInterval: -1, MaxBytes: 600, Policy: evict.AllKeysLRU,
+		// Room for two and three quarters of the 150-byte entries: the
+		// Commit's three do not fit, even with a[0] evicted.
+		e, err := engine.New(engine.Config{Shards: 2, ExpiryInterval: -1, MaxBytes: 2*(150+engine.EntryOverhead) + 150, Policy: evict.AllKeysLRU,
 			OnRemove: func(r engine.Removal) { evs = append(evs, r) }})
 		if err != nil {
 			t.Fatal(err)

@@ -114,7 +114,7 @@ func (s *shard) checkLocked() error {
 			tabErr = fmt.Errorf("table names offset %d, whose record header lies outside the arena (%d bytes)", off, len(s.arena))
 			return
 		}
-		slot := atomic.LoadUint32(hdr32(s.arena, off+hdrSlot))
+		slot := uint32(atomic.LoadUint64(hdr64(s.arena, off+hdrMeta)))
 		inTable[slot]++
 		if int(slot) >= s.ents.len() || s.ents.get(slot) == 0 {
 			tabErr = fmt.Errorf("table names offset %d, whose record names slot %d, which is not live", off, slot)
@@ -168,8 +168,10 @@ func (s *shard) checkLocked() error {
 		bytes += en.size()
 		keyBytes += en.recLen()
 		spans = append(spans, span{en.off, en.off + uint32(en.recLen())})
-		if f := en.flags(); f&^(flagPinned|flagTracked|flagViewed|flagDeadline) != 0 {
+		if f := en.flags(); f&^(flagPinned|flagTracked|flagViewed|flagDeadline|flagWide) != 0 {
 			return fmt.Errorf("slot %d has unknown flags %b", slot, f)
+		} else if kl, vl := en.klen(), en.vlen(); f&flagWide != widthFlag(kl, vl) {
+			return fmt.Errorf("slot %d: flags %b, a %d-byte key and a %d-byte value: the header's width does not follow the lengths", slot, f, kl, vl)
 		}
 		if en.version() == 0 || en.version() > s.version {
 			return fmt.Errorf("slot %d has version %d, counter %d", slot, en.version(), s.version)

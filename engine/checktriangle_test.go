@@ -34,7 +34,8 @@ func TestCheckReportsABrokenRecordTriangle(t *testing.T) {
 			s.ents.set(slot, oldOff+1)
 		}, "table names offset", false},
 		{"record names another slot", func(s *shard, slot, oldOff, off uint32) {
-			atomic.StoreUint32(hdr32(s.arena, off+hdrSlot), slot+1)
+			p := hdr64(s.arena, off+hdrMeta)
+			atomic.StoreUint64(p, atomic.LoadUint64(p)+1)
 		}, "slot", false},
 		{"record lost its deadline word's flag", func(s *shard, slot, oldOff, off uint32) {
 			en := s.at(slot)

@@ -73,8 +73,7 @@ func (s *shard) relocateLocked(en entry, add uint32) entry {
 	off := s.allocLocked(recSize(kl, vl, en.flags()|add))
 	en = s.at(slot) // the allocation may have moved it
 	flags := en.flags()&^flagViewed | add
-	putHeader(s.arena, off, en.version(), en.deadline(), uint32(vl), uint32(kl), flags, slot)
-	kw := uint32(kl) | flags<<24
+	kw := putHeader(s.arena, off, en.version(), en.deadline(), uint32(vl), uint32(kl), flags, slot)
 	copy(s.arena[keyAt(off, kw):], en.key())
 	copy(s.arena[valueAt(off, kw):], en.value())
 	s.garbage += en.recLen()

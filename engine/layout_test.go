@@ -23,14 +23,14 @@ func recordOf(t *testing.T, e *Engine, key string) (flags uint32, recLen int) {
 	return en.flags(), en.recLen()
 }
 
-// A record without a TTL has no deadline word (a 24-byte header); every
+// A record without a TTL has no deadline word (a 16-byte header); every
 // way of giving an existing key a TTL moves it to a record with one, keeps
 // its value and version, and the key then expires; clearing the TTL keeps
 // the word (0) until the arena is rebuilt, which drops it.
 func TestRecordHasADeadlineWordOnlyWithATTL(t *testing.T) {
 	const key, value = "a-16-byte-key-00", "a value of 24 bytes....."
 	bare := hdrSize + pad8(len(key)) + pad8(len(value))
-	withTTL := hdrSizeTTL + pad8(len(key)) + pad8(len(value))
+	withTTL := hdrSize + 8 + pad8(len(key)) + pad8(len(value))
 	tests := []struct {
 		name string
 		ttl  func(e *Engine) error
@@ -296,5 +296,92 @@ func TestSlotsKeepEverySlotAcrossPages(t *testing.T) {
 		if a.get(0) == 99 {
 			t.Fatalf("n=%d: zeroed shares memory with its source", n)
 		}
+	}
+}
+
+// A record's header is compact (16 bytes) for a key of up to 255 bytes and
+// a value of up to 65,535, wide (24) beyond either; a TTL adds its word to
+// both. Every write keeps the width the lengths require: an overwrite in
+// place only by a value of the record's width, a move to a new record
+// (overwrite, TTL, arena rebuild) takes the width of what it holds. Each
+// step checks the record's width and length, the value read back by Get,
+// View and GetItem, and Check.
+func TestRecordWidthFollowsTheLengths(t *testing.T) {
+	key := func(n int) string { return string(bytes.Repeat([]byte{'k'}, n)) }
+	val := func(n int) []byte { return bytes.Repeat([]byte{byte(n)}, n) }
+	type step struct {
+		klen, vlen int
+		ttl        bool
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"compact at both limits", []step{{255, 65535, false}}},
+		{"key one past", []step{{256, 0, false}}},
+		{"value one past", []step{{1, 65536, false}}},
+		{"empty key and value", []step{{0, 0, false}}},
+		{"compact with a TTL", []step{{255, 65535, true}}},
+		{"wide with a TTL", []step{{256, 65536, true}}},
+		// 65529..65535 pad to 65536: the same padded length, so only the
+		// width keeps the overwrite out of place.
+		{"grows to wide in its padding", []step{{16, 65530, false}, {16, 65536, false}}},
+		{"shrinks to compact", []step{{16, 70000, false}, {16, 8, false}}},
+		{"shrinks within wide", []step{{300, 70000, false}, {300, 69000, false}, {300, 3, false}}},
+		{"shrinks within compact", []step{{16, 65535, false}, {16, 100, false}}},
+		{"wide gets a TTL", []step{{16, 70000, false}, {16, 70000, true}, {16, 5, true}}},
+		{"compact gets a TTL, then wide", []step{{16, 8, false}, {16, 8, true}, {16, 65536, true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := newTest(t, Config{Shards: 1, MaxBytes: 16 << 20, Policy: evict.Adaptive})
+			for i, st := range tt.steps {
+				k, v := key(st.klen), val(st.vlen)
+				var err error
+				if st.ttl {
+					_, err = e.SetTTL(k, v, time.Hour)
+				} else {
+					_, err = e.Set(k, v)
+				}
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				mustCheck(t, e)
+				hdr := 16
+				if st.klen > 255 || st.vlen > 65535 {
+					hdr = 24
+				}
+				if st.ttl {
+					hdr += 8
+				}
+				f, n := recordOf(t, e, k)
+				if want := hdr + pad8(st.klen) + pad8(st.vlen); n != want {
+					t.Errorf("step %d (%d-byte key, %d-byte value, ttl %v): record of %d bytes, flags %b; want %d", i, st.klen, st.vlen, st.ttl, n, f, want)
+				}
+				if got, ok := e.Get(k); !ok || !bytes.Equal(got, v) {
+					t.Fatalf("step %d: Get = %d bytes, %v; want %d bytes", i, len(got), ok, len(v))
+				}
+				if !e.View(k, func(got []byte) {
+					if !bytes.Equal(got, v) {
+						t.Errorf("step %d: View saw %d bytes, want %d", i, len(got), len(v))
+					}
+				}) {
+					t.Fatalf("step %d: View missed", i)
+				}
+				it, ok := e.GetItem(k)
+				if wantTTL := map[bool]time.Duration{false: NoTTL, true: time.Hour}[st.ttl]; !ok || !bytes.Equal(it.Value, v) || it.TTL != wantTTL {
+					t.Fatalf("step %d: GetItem = %d bytes, TTL %v, %v; want %d bytes, TTL %v", i, len(it.Value), it.TTL, ok, len(v), wantTTL)
+				}
+			}
+			s := &e.shards[0]
+			s.mu.Lock()
+			s.rebuildLocked(len(s.arena)-s.garbage+1024, false)
+			s.mu.Unlock()
+			mustCheck(t, e)
+			last := tt.steps[len(tt.steps)-1]
+			if got, ok := e.Get(key(last.klen)); !ok || !bytes.Equal(got, val(last.vlen)) {
+				t.Fatalf("after a rebuild: Get = %d bytes, %v; want %d", len(got), ok, last.vlen)
+			}
+		})
 	}
 }

@@ -28,7 +28,7 @@ func (e *Engine) AppendGet(dst []byte, key string) ([]byte, bool) {
 		case r == peekMiss:
 			r = e.absent(s, h, seq, true, procStripe())
 		case r == peekHit && kw>>24&flagDeadline != 0:
-			_, _, r = e.liveAt(s, arena, off, seq)
+			_, _, r = e.liveAt(s, arena, off, kw, seq)
 		}
 		switch r {
 		case peekHit:
@@ -93,7 +93,7 @@ func (e *Engine) View(key string, fn func(value []byte)) bool {
 		case r == peekMiss:
 			r = e.absent(s, h, seq, true, r0)
 		case r == peekHit && kw>>24&flagDeadline != 0:
-			_, _, r = e.liveAt(s, arena, off, seq)
+			_, _, r = e.liveAt(s, arena, off, kw, seq)
 		}
 		switch r {
 		case peekHit:
@@ -319,12 +319,18 @@ probing:
 		if uint64(off)+hdrSize > uint64(len(p.arena)) {
 			return nil, 0, 0, 0, 0, peekRetry
 		}
-		kw = atomic.LoadUint32(hdr32(p.arena, off+hdrKlen))
+		m := atomic.LoadUint64(hdr64(p.arena, off+hdrMeta))
+		var ok bool
+		if kw, vl, ok = metaKW(m); !ok {
+			if uint64(off)+hdrWide+8 > uint64(len(p.arena)) {
+				return nil, 0, 0, 0, 0, peekRetry
+			}
+			kw, vl = wideKW(m, atomic.LoadUint64(hdr64(p.arena, off+hdrWide)))
+		}
 		kl := kw & maxKeyLen
 		if int(kl) != len(key) {
 			continue
 		}
-		vl = atomic.LoadUint32(hdr32(p.arena, off+hdrVlen))
 		if uint64(off)+uint64(recSize(int(kl), int(vl), kw>>24)) > uint64(len(p.arena)) {
 			return nil, 0, 0, 0, 0, peekRetry
 		}
@@ -358,8 +364,8 @@ probing:
 // the lock, and the read must not decide on such a reading.) It returns
 // the deadline (0: none; the word may hold 0 after a TTL was cleared) and
 // the reading (0 if it took none), for GetItem's and TTL's TTL.
-func (e *Engine) liveAt(s *shard, arena []byte, off uint32, seq uint64) (d, now int64, r peekResult) {
-	d = int64(atomic.LoadUint64(hdr64(arena, off+hdrDeadline)))
+func (e *Engine) liveAt(s *shard, arena []byte, off, kw uint32, seq uint64) (d, now int64, r peekResult) {
+	d = int64(atomic.LoadUint64(hdr64(arena, off+deadlineOff(kw>>24))))
 	if d == 0 {
 		return 0, 0, peekHit
 	}
@@ -397,7 +403,7 @@ func (e *Engine) peek(s *shard, key string, h uint64, counted bool, pk *peeked) 
 	case r == peekMiss:
 		r = e.absent(s, h, seq, counted, procStripe())
 	case r == peekHit && kw>>24&flagDeadline != 0:
-		d, now, r = e.liveAt(s, arena, off, seq)
+		d, now, r = e.liveAt(s, arena, off, kw, seq)
 	}
 	// Field by field: a composite literal zeroes *pk and copies it
 	// whole: 41 instructions a hit under cachegrind, against 20.
@@ -432,7 +438,9 @@ func markViewed(arena []byte, off, kw uint32) bool {
 	if kw>>24&flagViewed != 0 {
 		return true
 	}
-	return atomic.CompareAndSwapUint32(hdr32(arena, off+hdrKlen), kw, kw|flagViewed<<24)
+	p := hdr64(arena, off+hdrMeta)
+	m := atomic.LoadUint64(p)
+	return uint32(m>>56) == kw>>24 && atomic.CompareAndSwapUint64(p, m, m|flagViewed<<56)
 }
 
 // hitAt counts a validated hit on the record at off in arena (its flags
@@ -445,7 +453,7 @@ func markViewed(arena []byte, off, kw uint32) bool {
 func (e *Engine) hitAt(s *shard, arena []byte, off, kw uint32, seq uint64, r uint32) {
 	n := e.reads.hit(r)
 	if kw>>24&flagTracked != 0 && s.logsRead(n) {
-		slot := atomic.LoadUint32(hdr32(arena, off+hdrSlot))
+		slot := uint32(atomic.LoadUint64(hdr64(arena, off+hdrMeta)))
 		if s.mu.seq.Load() == seq {
 			s.logAccess(slot, r)
 		}

@@ -12,11 +12,13 @@ import (
 // Every shard keeps its entries in pointer-free structures, so that the
 // garbage collector scans almost nothing however many entries there are:
 //
-//   - arena []byte: one record per entry, a 24-byte header (version,
-//     the entry's slot, value length, key length and flags) followed by the
-//     key and the value, each padded to 8 bytes; a record of an entry with
-//     a TTL has an 8-byte deadline word after the header (flagDeadline),
-//     32 bytes in all. Writes append. An overwrite whose
+//   - arena []byte: one record per entry, a header followed by the key
+//     and the value, each padded to 8 bytes. The header is 16 bytes for a
+//     key of up to 255 bytes and a value of up to 65,535 (the version,
+//     then one word with the entry's slot, both lengths and the flags),
+//     24 for longer ones (the lengths in a word of their own, flagWide);
+//     a record of an entry with a TTL has an 8-byte deadline word after
+//     the header (flagDeadline), 24 or 32 bytes in all. Writes append. An overwrite whose
 //     value fits the old one's padded length is done in place, with atomic
 //     word stores, unless a View may be reading the old value in place (a
 //     View marked it, flagViewed, and a View of the shard is in progress,
@@ -92,7 +94,7 @@ import (
 // its key and value: the record header and slot word, the hash-table word at
 // its mean load, arena headroom, and shard bookkeeping, as measured by
 // TestEntryOverheadMatchesHeap.
-const EntryOverhead = 56
+const EntryOverhead = 48
 
 const (
 	flagPinned  = 1 << iota // never evicted
@@ -103,40 +105,79 @@ const (
 	// viewCounts). Set by View; cleared by an in-place overwrite; not
 	// carried over by an arena rebuild.
 	flagViewed
-	// flagDeadline: the header has a deadline word (hdrDeadline), and the
-	// key follows it. A record gets one when it is written with a TTL or
+	// flagDeadline: the header ends with a deadline word (at deadlineOff),
+	// and the key follows it. A record gets one when it is written with a TTL or
 	// given one (an entry written without a TTL is moved to a new record
 	// with the word when it gets one); it keeps it, 0 when the TTL is
 	// cleared, until the arena is rebuilt. A record without it has no TTL.
 	flagDeadline
+	// flagWide: the key is longer than compactMaxKey or the value longer
+	// than compactMaxValue, so the lengths do not fit the meta word: they
+	// are in the word after it (hdrWide), and the header is 8 bytes
+	// longer. It follows from the lengths (widthFlag; putHeader sets it),
+	// and a record never changes width: an overwrite in place needs a
+	// value of the same width.
+	flagWide
 )
 
-// Record header layout, in the machine's byte order (binary.NativeEndian:
-// the words are read and written with atomic loads and stores). Bytes
-// 12–15 are padding (the key is 8-byte aligned); the deadline word exists
-// only with flagDeadline. What a read of a key without TTL needs (the
-// lengths and flags, then the key) is contiguous at the header's end:
-// bytes 16 to the key's end, 24 bytes for a 16-byte key, which straddle
-// two cache lines for 2 of the 8 alignments of a record (3 of 8 when the
-// lengths followed the version word); the version and the slot are read
-// only when needed (GetItem, a logged hit).
+// Record header layout. Every header word is read and written whole with
+// sync/atomic (a View sets flagViewed without the exclusive lock, and
+// optimistic readers read headers a writer may be changing), so the
+// fields' places in a word do not depend on the machine's byte order.
+//
+//	word 0 (hdrVersion): the version
+//	word 1 (hdrMeta):    slot (bits 0–31) | vlen (32–47) | klen (48–55) | flags (56–63)
+//	word 2 (hdrWide):    with flagWide only: vlen (0–31) | klen (32–55);
+//	                     the meta word's length fields are then 0
+//	then, with flagDeadline only, the deadline (int64, engine-clock ns;
+//	0 = no TTL), then the key, then the value.
+//
+// So what a read of a key without TTL needs (the lengths and flags, then
+// the key) is contiguous from byte 8 to the key's end, 24 bytes for a
+// 16-byte key, which straddle two cache lines for 2 of the 8 alignments of
+// a record; the version is read only when needed (GetItem, a write). A
+// compact header (16 bytes) holds keys of up to 255 bytes and values of
+// up to 65,535: 8 bytes an entry less than a header with the lengths in a
+// word of their own.
 const (
-	hdrVersion  = 0  // uint64
-	hdrSlot     = 8  // uint32: the entry's slot (ents[slot] points back here)
-	hdrVlen     = 16 // uint32
-	hdrKlen     = 20 // uint32: key length (low 24 bits) | flags << 24
-	hdrDeadline = 24 // int64, engine-clock ns, 0 = no TTL; with flagDeadline only
-	hdrSize     = 24 // a header without a deadline word
-	hdrSizeTTL  = 32 // a header with one
-	maxKeyLen   = 1<<24 - 1
+	hdrVersion      = 0  // uint64
+	hdrMeta         = 8  // uint64: slot | vlen << 32 | klen << 48 | flags << 56
+	hdrWide         = 16 // uint64 with flagWide: vlen | klen << 32
+	hdrSize         = 16 // a compact header without a deadline word
+	maxKeyLen       = 1<<24 - 1
+	compactMaxKey   = 1<<8 - 1
+	compactMaxValue = 1<<16 - 1
 )
 
-// hdrLen is the header length of a record with the given flags.
-func hdrLen(flags uint32) uint32 {
-	if flags&flagDeadline != 0 {
-		return hdrSizeTTL
+// widthFlag is flagWide if a record with a key of klen and a value of
+// vlen bytes needs the wide header.
+func widthFlag[T ~int | ~uint32](klen, vlen T) uint32 {
+	if klen > compactMaxKey || vlen > compactMaxValue {
+		return flagWide
 	}
-	return hdrSize
+	return 0
+}
+
+// hdrLen is the header length of a record with the given flags: 16, 8
+// more with flagWide, 8 more with flagDeadline.
+func hdrLen(flags uint32) uint32 {
+	return hdrSize + (flags/flagWide&1)*8 + (flags/flagDeadline&1)*8
+}
+
+// deadlineOff is the offset of the deadline word from a record's start
+// (with flagDeadline only): the end of the header without it.
+func deadlineOff(flags uint32) uint32 { return hdrSize + (flags/flagWide&1)*8 }
+
+// metaKW decodes a compact meta word m into the key length and flags word
+// (klen | flags << 24) and the value length; ok is false if m has
+// flagWide (the lengths are then in the hdrWide word: wideKW).
+func metaKW(m uint64) (kw, vl uint32, ok bool) {
+	return uint32(m>>48)&compactMaxKey | uint32(m>>56)<<24, uint32(m>>32) & compactMaxValue, m>>56&flagWide == 0
+}
+
+// wideKW decodes a meta word m with flagWide and its hdrWide word w.
+func wideKW(m, w uint64) (kw, vl uint32) {
+	return uint32(w>>32)&maxKeyLen | uint32(m>>56)<<24, uint32(w)
 }
 
 // maxArena is the largest arena a shard may have: offsets are uint32, and
@@ -164,47 +205,85 @@ func (s *shard) at(slot uint32) entry { return entry{s, slot, s.ents.get(slot) -
 // a writer changes a deadline or flags races with nothing. Records are
 // 8-byte aligned in an 8-byte aligned arena (see recSize and newArena).
 func hdr64(arena []byte, at uint32) *uint64 { return (*uint64)(unsafe.Pointer(&arena[at])) }
-func hdr32(arena []byte, at uint32) *uint32 { return (*uint32)(unsafe.Pointer(&arena[at])) }
 
 func (en entry) version() uint64 { return atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrVersion)) }
+func (en entry) meta() uint64    { return atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrMeta)) }
+
+// lengths returns the record's key length and flags word (klen | flags <<
+// 24) and its value length.
+func (en entry) lengths() (kw, vl uint32) {
+	m := en.meta()
+	if kw, vl, ok := metaKW(m); ok {
+		return kw, vl
+	}
+	return wideKW(m, atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrWide)))
+}
 
 // deadline is the entry's deadline, 0 if it has no TTL.
 func (en entry) deadline() int64 {
-	if en.flags()&flagDeadline == 0 {
+	f := en.flags()
+	if f&flagDeadline == 0 {
 		return 0
 	}
-	return int64(atomic.LoadUint64(hdr64(en.s.arena, en.off+hdrDeadline)))
+	return int64(atomic.LoadUint64(hdr64(en.s.arena, en.off+deadlineOff(f))))
 }
-func (en entry) vlen() uint32 { return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrVlen)) }
-func (en entry) klen() uint32 {
-	return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrKlen)) & maxKeyLen
-}
-func (en entry) flags() uint32 { return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrKlen)) >> 24 }
+func (en entry) vlen() uint32  { _, vl := en.lengths(); return vl }
+func (en entry) klen() uint32  { kw, _ := en.lengths(); return kw & maxKeyLen }
+func (en entry) flags() uint32 { return uint32(en.meta() >> 56) }
+
+// kw is the record's key length and flags word (klen | flags << 24).
+func (en entry) kw() uint32 { kw, _ := en.lengths(); return kw }
+
 func (en entry) setVersion(v uint64) {
 	atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrVersion), v)
 }
-func (en entry) setVlen(n uint32) { atomic.StoreUint32(hdr32(en.s.arena, en.off+hdrVlen), n) }
+
+// setVlen changes the value length of a record overwritten in place, by
+// a value of the record's width (widthFlag). The caller holds the shard's
+// lock and has made the sequence count odd: a View's mark (flagViewed)
+// set meanwhile may be lost, but the View then fails its validation.
+func (en entry) setVlen(n uint32) {
+	if m := en.meta(); m>>56&flagWide == 0 {
+		atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrMeta), m&^(compactMaxValue<<32)|uint64(n)<<32)
+	} else {
+		p := hdr64(en.s.arena, en.off+hdrWide)
+		atomic.StoreUint64(p, atomic.LoadUint64(p)&^(1<<32-1)|uint64(n))
+	}
+}
 
 // setDeadlineField writes the deadline of a record with flagDeadline;
 // callers use shard.setDeadlineLocked.
 func (en entry) setDeadlineField(d int64) {
-	atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrDeadline), uint64(d))
+	atomic.StoreUint64(hdr64(en.s.arena, en.off+deadlineOff(en.flags())), uint64(d))
 }
 
+// setFlags replaces the record's flags with f, which must keep its
+// flagWide and flagDeadline (they describe the layout). The caller holds
+// the shard's lock: a View's mark (flagViewed) set between the caller's
+// reading of the flags and this store may be lost, but the caller's
+// writer moves the sequence count, so that View fails its validation.
 func (en entry) setFlags(f uint32) {
-	atomic.StoreUint32(hdr32(en.s.arena, en.off+hdrKlen), en.klen()|f<<24)
+	p := hdr64(en.s.arena, en.off+hdrMeta)
+	atomic.StoreUint64(p, atomic.LoadUint64(p)&^(0xff<<56)|uint64(f)<<56)
 }
 
-// putHeader writes a whole header at off: with a deadline word if flags
-// has flagDeadline (deadline is then its value; otherwise it must be 0).
-func putHeader(arena []byte, off uint32, version uint64, deadline int64, vlen, klen, flags, slot uint32) {
+// putHeader writes a whole header at off, and returns its key length and
+// flags word: with a deadline word if flags has flagDeadline (deadline is
+// then its value; otherwise it must be 0), wide or compact as the lengths
+// require (flags' flagWide is replaced by widthFlag's).
+func putHeader(arena []byte, off uint32, version uint64, deadline int64, vlen, klen, flags, slot uint32) (kw uint32) {
+	flags = flags&^flagWide | widthFlag(klen, vlen)
 	atomic.StoreUint64(hdr64(arena, off+hdrVersion), version)
-	atomic.StoreUint32(hdr32(arena, off+hdrVlen), vlen)
-	atomic.StoreUint32(hdr32(arena, off+hdrKlen), klen|flags<<24)
-	atomic.StoreUint32(hdr32(arena, off+hdrSlot), slot)
-	if flags&flagDeadline != 0 {
-		atomic.StoreUint64(hdr64(arena, off+hdrDeadline), uint64(deadline))
+	if flags&flagWide == 0 {
+		atomic.StoreUint64(hdr64(arena, off+hdrMeta), uint64(slot)|uint64(vlen)<<32|uint64(klen)<<48|uint64(flags)<<56)
+	} else {
+		atomic.StoreUint64(hdr64(arena, off+hdrMeta), uint64(slot)|uint64(flags)<<56)
+		atomic.StoreUint64(hdr64(arena, off+hdrWide), uint64(vlen)|uint64(klen)<<32)
 	}
+	if flags&flagDeadline != 0 {
+		atomic.StoreUint64(hdr64(arena, off+deadlineOff(flags)), uint64(deadline))
+	}
+	return klen | flags<<24
 }
 
 // deadlineFlag is flagDeadline if a record must have a deadline word: it
@@ -224,9 +303,6 @@ func recRef(off uint32) uint32 { return off >> 3 }
 // refOff is the arena offset of the record the table value r names.
 func refOff(r uint32) uint32 { return r << 3 }
 
-// kw is the header's key length and flags word.
-func (en entry) kw() uint32 { return atomic.LoadUint32(hdr32(en.s.arena, en.off+hdrKlen)) }
-
 func (en entry) key() []byte {
 	kw := en.kw()
 	k := en.off + hdrLen(kw>>24)
@@ -234,8 +310,9 @@ func (en entry) key() []byte {
 }
 
 func (en entry) value() []byte {
-	v := valueAt(en.off, en.kw())
-	return en.s.arena[v : v+en.vlen()]
+	kw, vl := en.lengths()
+	v := valueAt(en.off, kw)
+	return en.s.arena[v : v+vl]
 }
 
 // pad8 rounds n up to a multiple of 8.
@@ -332,13 +409,13 @@ func loadValue(dst []byte, arena []byte, v uint32, n int) []byte {
 
 // markViewed sets flagViewed (see View). The caller holds the shard's lock
 // shared, or reads optimistically and validates the shard's sequence count
-// afterwards (a writer's read-modify-write of the flags word may then undo
+// afterwards (a writer's read-modify-write of the meta word may then undo
 // the mark, but also moves the count).
 func (en entry) markViewed() {
-	p := hdr32(en.s.arena, en.off+hdrKlen)
+	p := hdr64(en.s.arena, en.off+hdrMeta)
 	for {
-		w := atomic.LoadUint32(p)
-		if w>>24&flagViewed != 0 || atomic.CompareAndSwapUint32(p, w, w|flagViewed<<24) {
+		w := atomic.LoadUint64(p)
+		if w>>56&flagViewed != 0 || atomic.CompareAndSwapUint64(p, w, w|flagViewed<<56) {
 			return
 		}
 	}
@@ -346,15 +423,19 @@ func (en entry) markViewed() {
 
 // recLen is the record's length in the arena.
 func (en entry) recLen() int {
-	return recSize(int(en.klen()), int(en.vlen()), en.flags())
+	kw, vl := en.lengths()
+	return recSize(int(kw&maxKeyLen), int(vl), kw>>24)
 }
 
 // recSize is the arena bytes of a record with a key of klen and a value of
 // vlen bytes and the given flags (flagDeadline adds the deadline word):
 // header, key and value, each padded to 8 bytes so that every header and
-// value is 8-byte aligned.
+// value is 8-byte aligned. The header is wide if flags has flagWide or the
+// lengths need it (widthFlag), so that the size bounds a record's layout
+// (keyAt, valueAt, which follow flags) even for lengths and flags an
+// optimistic reader read from a stale arena.
 func recSize(klen, vlen int, flags uint32) int {
-	return int(hdrLen(flags)) + pad8(klen) + pad8(vlen)
+	return int(hdrLen(flags|widthFlag(klen, vlen))) + pad8(klen) + pad8(vlen)
 }
 
 // newArena returns an empty arena of capacity n (a multiple of 8), 8-byte

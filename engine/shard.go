@@ -231,11 +231,12 @@ func (s *shard) findRecordLocked(key string, hash uint64) (slot, off uint32, ok 
 			return 0, 0, false
 		}
 		off := refOff(ref)
-		// The flags word is read atomically: a View may set flagViewed
+		// The meta word is read atomically: a View may set flagViewed
 		// without the exclusive lock.
-		if kw := atomic.LoadUint32(hdr32(s.arena, off+hdrKlen)); int(kw&maxKeyLen) == len(key) &&
+		en := entry{s, 0, off}
+		if kw, _ := en.lengths(); int(kw&maxKeyLen) == len(key) &&
 			string(s.arena[keyAt(off, kw):keyAt(off, kw)+kw&maxKeyLen]) == key {
-			return atomic.LoadUint32(hdr32(s.arena, off+hdrSlot)), off, true
+			return uint32(en.meta()), off, true
 		}
 	}
 }
@@ -382,11 +383,12 @@ func (s *shard) rebuildLocked(n int, open bool) {
 		// the copy: it may be overwritten in place, so flagViewed is
 		// not carried over.
 		// A record whose TTL was cleared loses its deadline word.
-		d, kl, vl := en.deadline(), en.klen(), en.vlen()
-		flags := en.flags()&^(flagViewed|flagDeadline) | deadlineFlag(d, 0)
+		d, kw, vl := en.deadline(), en.kw(), en.vlen()
+		kl := kw & maxKeyLen
+		flags := kw>>24&^(flagViewed|flagDeadline) | deadlineFlag(d, 0)
 		na = na[:off+recSize(int(kl), int(vl), flags)]
-		putHeader(na, uint32(off), en.version(), d, vl, kl, flags, uint32(i))
-		copy(na[keyAt(uint32(off), kl|flags<<24):], s.arena[keyAt(en.off, en.kw()):int(en.off)+en.recLen()])
+		nkw := putHeader(na, uint32(off), en.version(), d, vl, kl, flags, uint32(i))
+		copy(na[keyAt(uint32(off), nkw):], s.arena[keyAt(en.off, kw):int(en.off)+en.recLen()])
 		ne.set(uint32(i), uint32(off)+1)
 	}
 	// Every table word names its record's old offset; the old record
@@ -394,7 +396,7 @@ func (s *shard) rebuildLocked(n int, open bool) {
 	old := s.arena
 	tab := s.tab
 	tab.Remap(func(ref uint32) uint32 {
-		return recRef(ne.get(atomic.LoadUint32(hdr32(old, refOff(ref)+hdrSlot))) - 1)
+		return recRef(ne.get(uint32(atomic.LoadUint64(hdr64(old, refOff(ref)+hdrMeta)))) - 1)
 	})
 	s.closeLocked(open)
 	s.arena, s.ents, s.tab = na, ne, tab

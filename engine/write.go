@@ -176,19 +176,23 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			*ev = append(*ev, Removal{Key: key, Value: append([]byte(nil), en.value()...), Version: en.version(), Cause: CauseReplaced})
 		}
 		s.replaced++
-		kw, vl := en.kw(), int(en.vlen()) // read once: each read is an atomic load
+		kw, vl32 := en.lengths() // read once: each read is an atomic load
+		vl := int(vl32)
 		if pad8(len(value)) <= pad8(vl) && (kw>>24&flagViewed == 0 || s.views.Load().none()) &&
-			(deadline == 0 || kw>>24&flagDeadline != 0) {
+			(deadline == 0 || kw>>24&flagDeadline != 0) && widthFlag(int(kw&maxKeyLen), len(value)) == kw>>24&flagWide {
 			// In place, a word at a time with atomic stores: an
 			// optimistic reader copying the old value races with
 			// nothing and discards its copy (the sequence count moved).
 			// A record a View marked is overwritten only when no View
 			// of the shard is in progress (see viewCounts), and loses
 			// its mark. A record without a deadline word cannot take a
-			// TTL in place. (A View that marks the record after kw was
-			// read fails its validation, since this writer holds the
-			// lock, and never reads the bytes in place; its mark stays,
-			// which only makes a later overwrite append.)
+			// TTL in place, nor a record a value of another width
+			// (widthFlag: the header's layout would change). (A View
+			// that marks the record after kw was read fails its
+			// validation, since this writer holds the lock, and never
+			// reads the bytes in place; its mark stays, which only
+			// makes a later overwrite append, or is lost to the length's
+			// store.)
 			kl, flags := int(kw&maxKeyLen), kw>>24
 			storeValue(s.arena, valueAt(en.off, kw), value)
 			if len(value) != vl { // each store is an XCHG on amd64
@@ -256,8 +260,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 // writeRecordLocked writes a whole record at off, which allocLocked
 // reserved for recSize(len(key), len(value), flags) bytes.
 func (s *shard) writeRecordLocked(off uint32, version uint64, deadline int64, key string, value []byte, flags, slot uint32) {
-	kw := uint32(len(key)) | flags<<24
-	putHeader(s.arena, off, version, deadline, uint32(len(value)), uint32(len(key)), flags, slot)
+	kw := putHeader(s.arena, off, version, deadline, uint32(len(value)), uint32(len(key)), flags, slot)
 	copy(s.arena[keyAt(off, kw):], key)
 	copy(s.arena[valueAt(off, kw):], value)
 }
