@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,9 +57,12 @@ func TestModel(t *testing.T) {
 		}
 		defer e.Close()
 		md := &model{clk: clk, hwm: clk.Now(), m: map[string]mentry{}, maxVer: map[string]uint64{}}
-		keyList := []string{"", "a", "b", "counter", "long-key-" + string(make([]byte, 40))}
+		// A key over 255 bytes and values either side of 65,535 bytes
+		// have wide record headers (see flagWide): overwrites cross
+		// between the widths.
+		keyList := []string{"", "a", "b", "counter", "long-key-" + string(make([]byte, 40)), "wide-key-" + strings.Repeat("k", 250)}
 		keys := rapid.SampledFrom(keyList)
-		vals := rapid.SampledFrom([]string{"", "x", "12", "-7", "hello world", string(make([]byte, 300))})
+		vals := rapid.SampledFrom([]string{"", "x", "12", "-7", "hello world", string(make([]byte, 300)), strings.Repeat("c", 65535), strings.Repeat("w", 65536)})
 		ttls := rapid.SampledFrom([]time.Duration{NoTTL, 1, time.Millisecond, time.Second, time.Hour})
 
 		// newVersion checks a write's version against the key's history.
