@@ -47,10 +47,15 @@
 // FailOpen (allow: availability first). Either way Allow also returns an
 // error wrapping ErrStore, Result.Degraded is set, and the failure is
 // reported to Config.Logger and Config.OnError with the key (an IP as it
-// is, any other key hashed: it may be a token) and the decision taken. A
-// request the store refuses as invalid (a key longer than it accepts) is
-// handled alike but always denied: its caller chose it, so failing open
-// would let anyone escape the limit.
+// is, any other key hashed: it may be a token) and the decision taken.
+// FailOpen covers availability failures only. A request the store refuses
+// as invalid (a key longer than it accepts) is handled alike but always
+// denied: its caller chose it, so failing open would let anyone escape the
+// limit. So is a key whose record the store reports unreadable
+// (store.ErrCorrupt: tampered with, or another program's value at the
+// key): that is an integrity failure, and failing open would give whoever
+// can spoil a record unlimited requests. Such a key is denied until its
+// record is deleted (Limiter.Reset) or expires.
 //
 // # Several processes
 //
@@ -107,7 +112,9 @@ type FailureMode uint8
 const (
 	// FailClosed denies when the store fails (the zero value).
 	FailClosed FailureMode = iota
-	// FailOpen allows when the store fails.
+	// FailOpen allows when the store is unavailable. It never allows a
+	// request the store refused as invalid, or one whose record the store
+	// reports corrupt (store.ErrCorrupt): see "Store failure".
 	FailOpen
 )
 
@@ -185,7 +192,7 @@ type Result struct {
 	Reset time.Duration
 	// Degraded reports that the store failed and Allowed was chosen by
 	// Config.OnStoreError (or is false: the store refused the request as
-	// invalid; see AllowN).
+	// invalid, or reported the key's record corrupt; see AllowN).
 	Degraded bool
 }
 
@@ -281,9 +288,11 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // away), the events are not admitted, the error is ctx's cause, and it is
 // neither reported nor counted as a store failure. A request the store
 // refuses as invalid (its key longer than the store accepts, say: the
-// caller chose it) is denied even by a FailOpen limiter, and otherwise
-// handled as a store failure: the error wraps ErrStore and the store's
-// reason (store.ErrKeyTooLarge, store.ErrInvalidArgument).
+// caller chose it), or whose record the store cannot read (store.ErrCorrupt:
+// an integrity failure, not an availability one), is denied even by a
+// FailOpen limiter, and otherwise handled as a store failure: the error
+// wraps ErrStore and the store's reason (store.ErrKeyTooLarge,
+// store.ErrInvalidArgument, store.ErrCorrupt).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
 	limit := l.cfg.Limit
 	if l.cfg.Algorithm == TokenBucket {
@@ -314,11 +323,14 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 		return Result{Limit: limit}, context.Cause(ctx)
 	}
 	if err != nil {
-		refused := errors.Is(err, store.ErrKeyTooLarge) || errors.Is(err, store.ErrInvalidArgument)
+		corrupt := errors.Is(err, store.ErrCorrupt)
+		refused := corrupt || errors.Is(err, store.ErrKeyTooLarge) || errors.Is(err, store.ErrInvalidArgument)
 		err = fmt.Errorf("%w: %w", ErrStore, err)
 		r = l.degraded(limit, refused)
 		msg := "tide: rate limit store failed; event denied (fail closed)"
 		switch {
+		case corrupt:
+			msg = "tide: rate limit record is corrupt; event denied until it is reset or expires"
 		case refused:
 			msg = "tide: rate limit store refused the request; event denied"
 		case r.Allowed:
@@ -356,7 +368,8 @@ func (l *Limiter) logAttrs(key string) []slog.Attr {
 
 // degraded is the Result of a decision the store did not make: the one
 // Config.OnStoreError chooses, or a denial for a request the store refused
-// as invalid (the caller chose it: failing open would admit it).
+// as invalid or found corrupt (refused: failing open would admit whoever
+// chose the key or spoiled its record).
 func (l *Limiter) degraded(limit int64, refused bool) Result {
 	r := Result{Limit: limit, Degraded: true}
 	if l.cfg.OnStoreError == FailOpen && !refused {
