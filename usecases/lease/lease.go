@@ -68,11 +68,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/usecases/internal/keys"
 	"github.com/tidekv/tide/usecases/internal/report"
 	"github.com/tidekv/tide/usecases/store"
 )
@@ -91,11 +91,18 @@ type Config struct {
 	// most store.MaxTTL, and long enough to leave a safe time after Drift
 	// and Margin (see Margin).
 	TTL time.Duration
-	// Prefix is prepended to every key. "" means "tide:lease:". It must
-	// not contain '{': the lease's name is the Redis Cluster hash tag of
-	// its record and fence counter, which one decision writes together; a
-	// brace in the prefix would take the tag away from the name, and with
-	// "{}" put the two keys in different slots.
+	// Prefix is prepended to every key. "" means "tide:lease:". Every
+	// adapter checks its Prefix by one rule, and New refuses a Prefix
+	// that breaks it with ErrInvalidConfig: 1 to 128 bytes of printable
+	// ASCII without space; no '{' (the lease's name is the Redis Cluster
+	// hash tag of its record and fence counter, which one decision writes
+	// together; a brace in the prefix would take the tag away from the
+	// name, and with "{}" put the two keys in different slots); and no
+	// overlap with another adapter's default key space ("tide:sess:",
+	// "tide:flag:", "tide:rl:", "tide:idem:", "tide:cache:") or the Redis
+	// backend's "tide:ver:": the Prefix is neither a prefix of one nor
+	// begins with one ("tide:" is refused). Adapters sharing a backend
+	// need prefixes neither of which is a prefix of the other.
 	Prefix string
 	// Floor, if set, returns the least token the next acquisition of name
 	// may get (see the package documentation). nil means no floor.
@@ -170,6 +177,8 @@ type Manager struct {
 	rep report.Reporter
 }
 
+const defaultPrefix = "tide:lease:"
+
 // MinTTL is the shortest lease TTL New accepts: the coarsest TTL
 // granularity of a supported backend (Redis counts TTLs in milliseconds
 // and rounds a shorter one up), below which a lease's holder and its store
@@ -187,14 +196,15 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("%w: Drift = %v, want 0 ≤ Drift < 0.5", ErrInvalidConfig, cfg.Drift)
 	case cfg.Margin < 0:
 		return nil, fmt.Errorf("%w: Margin = %v, want ≥ 0", ErrInvalidConfig, cfg.Margin)
-	case strings.Contains(cfg.Prefix, "{"):
-		return nil, fmt.Errorf("%w: Prefix %q contains '{' (it would change the keys' hash tag)", ErrInvalidConfig, cfg.Prefix)
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = 10 * time.Second
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "tide:lease:"
+		cfg.Prefix = defaultPrefix
+	}
+	if err := keys.CheckPrefix(cfg.Prefix, defaultPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if cfg.Drift == 0 {
 		cfg.Drift = 0.01

@@ -71,7 +71,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -155,9 +154,17 @@ type Config struct {
 	// state unless they have the same name and algorithm (as replicas of
 	// one service do).
 	Name string
-	// Prefix is prepended to every key. "" means "tide:rl:". It must not
-	// contain '{', so that the caller's key is the Redis Cluster hash tag
-	// (see Limiter.Key) and keys spread over a cluster's slots.
+	// Prefix is prepended to every key. "" means "tide:rl:". Every
+	// adapter checks its Prefix by one rule, and New refuses a Prefix
+	// that breaks it with ErrInvalidConfig: 1 to 128 bytes of printable
+	// ASCII without space; no '{', so that the caller's key is the Redis
+	// Cluster hash tag (see Limiter.Key) and keys spread over a cluster's
+	// slots; and no overlap with another adapter's default key space
+	// ("tide:sess:", "tide:flag:", "tide:idem:", "tide:lease:",
+	// "tide:cache:") or the Redis backend's "tide:ver:": the Prefix is
+	// neither a prefix of one nor begins with one ("tide:" is refused).
+	// Adapters sharing a backend need prefixes neither of which is a
+	// prefix of the other.
 	Prefix string
 	// OnStoreError chooses the answer when the store fails. The zero value
 	// is FailClosed.
@@ -210,6 +217,8 @@ type Limiter struct {
 	afterFunc func(time.Duration) <-chan time.Time
 }
 
+const defaultPrefix = "tide:rl:"
+
 // New returns a Limiter for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Limiter, error) {
 	switch {
@@ -225,8 +234,6 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: Burst = %d, want ≥ 0", ErrInvalidConfig, cfg.Burst)
 	case cfg.OnStoreError > FailOpen:
 		return nil, fmt.Errorf("%w: OnStoreError = %d", ErrInvalidConfig, cfg.OnStoreError)
-	case strings.Contains(cfg.Prefix, "{"):
-		return nil, fmt.Errorf("%w: Prefix = %q contains '{' (it would change the keys' hash tag)", ErrInvalidConfig, cfg.Prefix)
 	case !keys.ValidName(cfg.Name):
 		return nil, fmt.Errorf("%w: Name = %q, want 1 to 64 bytes of [A-Za-z0-9._-]", ErrInvalidConfig, cfg.Name)
 	case cfg.Algorithm == SlidingWindow && cfg.Limit > store.MaxSlidingLimit:
@@ -238,7 +245,10 @@ func New(cfg Config) (*Limiter, error) {
 		cfg.Burst = cfg.Limit
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "tide:rl:"
+		cfg.Prefix = defaultPrefix
+	}
+	if err := keys.CheckPrefix(cfg.Prefix, defaultPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	l := &Limiter{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}}
 	if cfg.Algorithm == TokenBucket {

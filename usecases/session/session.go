@@ -112,6 +112,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidekv/tide/usecases/internal/keys"
 	"github.com/tidekv/tide/usecases/store"
 )
 
@@ -211,7 +212,18 @@ type Config struct {
 	// TouchInterval is the least time between two activity refreshes of a
 	// session. 0 means IdleTimeout/10.
 	TouchInterval time.Duration
-	// Prefix is prepended to every key. "" means "tide:sess:".
+	// Prefix is prepended to every key. "" means "tide:sess:". Every
+	// adapter checks its Prefix by one rule, and New refuses a Prefix
+	// that breaks it with ErrInvalidConfig: 1 to 128 bytes of printable
+	// ASCII without space; no '{' (a Redis Cluster hash tag has no place
+	// in a session's keys); and no overlap with another adapter's default
+	// key space ("tide:flag:", "tide:rl:", "tide:idem:", "tide:lease:",
+	// "tide:cache:") or the Redis backend's "tide:ver:": the Prefix is
+	// neither a prefix of one nor begins with one ("tide:" is refused).
+	// Managers and other adapters sharing a backend need prefixes neither
+	// of which is a prefix of the other: a Manager's keys are Prefix + 64
+	// hex digits (a record) and Prefix + "user:" + 64 hex digits (a user's
+	// index), so Managers on "app:" and "app:user:" would share keys.
 	Prefix string
 	// Pin exempts sessions and indexes from eviction.
 	Pin bool
@@ -389,6 +401,8 @@ func (m *Manager) Events() iter.Seq2[string, uint64] {
 	}
 }
 
+const defaultPrefix = "tide:sess:"
+
 // New returns a Manager for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Manager, error) {
 	if cfg.Backend == nil {
@@ -425,7 +439,10 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("%w: TouchInterval %v ≥ IdleTimeout %v", ErrInvalidConfig, cfg.TouchInterval, cfg.IdleTimeout)
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "tide:sess:"
+		cfg.Prefix = defaultPrefix
+	}
+	if err := keys.CheckPrefix(cfg.Prefix, defaultPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if cfg.Codec == nil {
 		cfg.Codec = JSON{}
