@@ -140,7 +140,17 @@ type Config struct {
 	// of letters, digits, '.', '_' and '-'. It is part of every store key,
 	// so that two caches on one backend never return each other's values.
 	Name string
-	// Prefix is prepended to every key. "" means "tide:cache:".
+	// Prefix is prepended to every key. "" means "tide:cache:". Every
+	// adapter checks its Prefix by one rule, and New refuses a Prefix
+	// that breaks it with ErrInvalidConfig: 1 to 128 bytes of printable
+	// ASCII without space; no '{' (a caller's key may carry a Redis
+	// Cluster hash tag); and no overlap with another adapter's default key
+	// space ("tide:sess:", "tide:flag:", "tide:rl:", "tide:idem:",
+	// "tide:lease:") or the Redis backend's "tide:ver:": the Prefix is
+	// neither a prefix of one nor begins with one ("tide:" is refused: a
+	// caller's key could then name another adapter's key). Adapters
+	// sharing a backend need prefixes neither of which is a prefix of the
+	// other.
 	Prefix string
 	// Logger, if set, logs store errors the cache worked around and failed
 	// background refreshes, with the key and the cause.
@@ -181,6 +191,8 @@ type Cache struct {
 // nanoseconds since 1970, which end in 2262).
 const MaxTTL = store.MaxTTL
 
+const defaultPrefix = "tide:cache:"
+
 // New returns a Cache for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Cache, error) {
 	switch {
@@ -214,7 +226,10 @@ func New(cfg Config) (*Cache, error) {
 		cfg.NegativeTTL = 10 * time.Second
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "tide:cache:"
+		cfg.Prefix = defaultPrefix
+	}
+	if err := keys.CheckPrefix(cfg.Prefix, defaultPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if hi := float64(cfg.TTL) * (1 + cfg.Jitter); hi > float64(MaxTTL) {
 		return nil, fmt.Errorf("%w: TTL %v with jitter %v reaches %v, over MaxTTL", ErrInvalidConfig, cfg.TTL, cfg.Jitter, time.Duration(hi))

@@ -76,6 +76,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidekv/tide/usecases/internal/keys"
 	"github.com/tidekv/tide/usecases/internal/report"
 	"github.com/tidekv/tide/usecases/store"
 )
@@ -97,7 +98,16 @@ type Config struct {
 	// another attempt may recover it. 0 means 30 seconds. It must not
 	// exceed Retention.
 	Lease time.Duration
-	// Prefix is prepended to every key. "" means "tide:idem:".
+	// Prefix is prepended to every key. "" means "tide:idem:". Every
+	// adapter checks its Prefix by one rule, and New refuses a Prefix
+	// that breaks it with ErrInvalidConfig: 1 to 128 bytes of printable
+	// ASCII without space; no '{' (the key's hash is its Redis Cluster
+	// hash tag); and no overlap with another adapter's default key space
+	// ("tide:sess:", "tide:flag:", "tide:rl:", "tide:lease:",
+	// "tide:cache:") or the Redis backend's "tide:ver:": the Prefix is
+	// neither a prefix of one nor begins with one ("tide:" is refused).
+	// Adapters sharing a backend need prefixes neither of which is a
+	// prefix of the other.
 	Prefix string
 	// Recover is called by Do when it takes over a claim whose previous
 	// owner's lease lapsed. It returns the operation's result and done =
@@ -228,10 +238,15 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("%w: Lease %v exceeds Retention %v", ErrInvalidConfig, cfg.Lease, cfg.Retention)
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "tide:idem:"
+		cfg.Prefix = defaultPrefix
+	}
+	if err := keys.CheckPrefix(cfg.Prefix, defaultPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return &Store{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}}, nil
 }
+
+const defaultPrefix = "tide:idem:"
 
 // detach returns a context for recording an outcome after the side effect:
 // ctx's values without its cancellation, bounded by FinishTimeout.

@@ -68,11 +68,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/usecases/internal/keys"
 	"github.com/tidekv/tide/usecases/internal/report"
 	"github.com/tidekv/tide/usecases/store"
 )
@@ -87,22 +87,36 @@ type Backend interface {
 type Config struct {
 	// Backend holds the leases. Required.
 	Backend Backend
-	// TTL is the lease duration. 0 means 10 seconds; at most store.MaxTTL.
+	// TTL is the lease duration. 0 means 10 seconds; at least MinTTL, at
+	// most store.MaxTTL, and long enough to leave a safe time after Drift
+	// and Margin (see Margin).
 	TTL time.Duration
-	// Prefix is prepended to every key. "" means "tide:lease:". It must
-	// not contain '{': the lease's name is the Redis Cluster hash tag of
-	// its record and fence counter, which one decision writes together; a
-	// brace in the prefix would take the tag away from the name, and with
-	// "{}" put the two keys in different slots.
+	// Prefix is prepended to every key. "" means "tide:lease:". Every
+	// adapter checks its Prefix by one rule, and New refuses a Prefix
+	// that breaks it with ErrInvalidConfig: 1 to 128 bytes of printable
+	// ASCII without space; no '{' (the lease's name is the Redis Cluster
+	// hash tag of its record and fence counter, which one decision writes
+	// together; a brace in the prefix would take the tag away from the
+	// name, and with "{}" put the two keys in different slots); and no
+	// overlap with another adapter's default key space ("tide:sess:",
+	// "tide:flag:", "tide:rl:", "tide:idem:", "tide:cache:") or the Redis
+	// backend's "tide:ver:": the Prefix is neither a prefix of one nor
+	// begins with one ("tide:" is refused). Adapters sharing a backend
+	// need prefixes neither of which is a prefix of the other.
 	Prefix string
 	// Floor, if set, returns the least token the next acquisition of name
 	// may get (see the package documentation). nil means no floor.
 	Floor func(ctx context.Context, name string) (uint64, error)
 	// Drift is the fraction of the TTL by which this process's clock may
-	// run slow relative to the store's. 0 means 0.01 (1%).
+	// run slow relative to the store's. 0 means 0.01 (1%); it must be
+	// below 0.5.
 	Drift float64
 	// Margin is subtracted from every safe deadline on top of Drift. 0
-	// means 5 ms.
+	// means 5 ms; it must be ≥ 0. The safe budget of a fresh lease,
+	// TTL·(1−Drift) − Margin (see SafeRemaining), must be positive: New
+	// refuses a Margin ≥ TTL·(1−Drift) (with the defaults: a TTL of about
+	// 5 ms or less), which would leave a lease no safe time at all, every
+	// SafeContext cancelled at birth.
 	Margin time.Duration
 	// LocalClock measures elapsed time in this process for SafeContext
 	// (the store's clock cannot: it is elsewhere). nil means clock.Real,
@@ -163,31 +177,44 @@ type Manager struct {
 	rep report.Reporter
 }
 
+const defaultPrefix = "tide:lease:"
+
+// MinTTL is the shortest lease TTL New accepts: the coarsest TTL
+// granularity of a supported backend (Redis counts TTLs in milliseconds
+// and rounds a shorter one up), below which a lease's holder and its store
+// would disagree on when it ends.
+const MinTTL = time.Millisecond
+
 // New returns a Manager for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Manager, error) {
 	switch {
 	case cfg.Backend == nil:
 		return nil, fmt.Errorf("%w: Backend is nil", ErrInvalidConfig)
-	case cfg.TTL < 0 || cfg.TTL > store.MaxTTL:
-		return nil, fmt.Errorf("%w: TTL = %v, want 0..%v", ErrInvalidConfig, cfg.TTL, store.MaxTTL)
+	case cfg.TTL < 0 || cfg.TTL > store.MaxTTL || cfg.TTL > 0 && cfg.TTL < MinTTL:
+		return nil, fmt.Errorf("%w: TTL = %v, want 0 (default) or %v..%v", ErrInvalidConfig, cfg.TTL, MinTTL, store.MaxTTL)
 	case cfg.Drift < 0 || cfg.Drift >= 0.5 || cfg.Drift != cfg.Drift:
 		return nil, fmt.Errorf("%w: Drift = %v, want 0 ≤ Drift < 0.5", ErrInvalidConfig, cfg.Drift)
 	case cfg.Margin < 0:
 		return nil, fmt.Errorf("%w: Margin = %v, want ≥ 0", ErrInvalidConfig, cfg.Margin)
-	case strings.Contains(cfg.Prefix, "{"):
-		return nil, fmt.Errorf("%w: Prefix %q contains '{' (it would change the keys' hash tag)", ErrInvalidConfig, cfg.Prefix)
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = 10 * time.Second
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "tide:lease:"
+		cfg.Prefix = defaultPrefix
+	}
+	if err := keys.CheckPrefix(cfg.Prefix, defaultPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if cfg.Drift == 0 {
 		cfg.Drift = 0.01
 	}
 	if cfg.Margin == 0 {
 		cfg.Margin = 5 * time.Millisecond
+	}
+	if budget := safeBudget(cfg.TTL, cfg.Drift, cfg.Margin); budget <= 0 {
+		return nil, fmt.Errorf("%w: Margin %v ≥ TTL·(1−Drift) = %v·(1−%v): a lease would have no safe time (SafeRemaining ≤ 0 from its acquisition)",
+			ErrInvalidConfig, cfg.Margin, cfg.TTL, cfg.Drift)
 	}
 	if cfg.LocalClock == nil {
 		cfg.LocalClock = clock.Real{}
@@ -317,10 +344,16 @@ func (m *Manager) SafeRemaining(l *Lease) time.Duration {
 	if l.g != nil {
 		g = *l.g.Load()
 	}
-	budget := time.Duration(float64(g.ttl)*(1-m.cfg.Drift)) - m.cfg.Margin
+	budget := safeBudget(g.ttl, m.cfg.Drift, m.cfg.Margin)
 	// A local clock that went back reads a negative elapsed time: count
 	// it as none, never as more time left than the lease was granted.
 	return budget - time.Duration(max(m.cfg.LocalClock.Now()-g.asked, 0))
+}
+
+// safeBudget is how long a lease granted for ttl may be relied on from the
+// moment its request was sent: ttl·(1−drift) − margin.
+func safeBudget(ttl time.Duration, drift float64, margin time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*(1-drift)) - margin
 }
 
 // SafeContext returns a context that is cancelled when parent is, or when

@@ -3,6 +3,7 @@ package lease
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Resource is the downstream check that makes leases safe: it accepts a
@@ -15,15 +16,23 @@ import (
 // … WHERE fence <= $token, an object store precondition); Resource is the
 // in-process form and the reference for tests. Its zero value accepts any
 // token. It is safe for concurrent use; Do holds its mutex while fn runs,
-// so check and write are one step.
+// so check and write are one step. fn may call Highest (it reads the
+// token fn runs under), but not Check or Do on the same Resource: they
+// would wait for fn to return, forever.
 type Resource struct {
-	mu      sync.Mutex
-	highest uint64
+	mu sync.Mutex
+	// highest is written under mu and read without it (Highest), so that
+	// a Do function can read it.
+	highest atomic.Uint64
 }
 
 // NewResource returns a Resource that already saw highest (restored from
 // durable storage after a restart).
-func NewResource(highest uint64) *Resource { return &Resource{highest: highest} }
+func NewResource(highest uint64) *Resource {
+	r := &Resource{}
+	r.highest.Store(highest)
+	return r
+}
 
 // Check accepts token (raising the highest) or returns ErrStaleToken.
 func (r *Resource) Check(token uint64) error {
@@ -37,19 +46,16 @@ func (r *Resource) Check(token uint64) error {
 func (r *Resource) Do(token uint64, fn func() error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if token < r.highest {
-		return fmt.Errorf("%w: %d < %d", ErrStaleToken, token, r.highest)
+	if h := r.highest.Load(); token < h {
+		return fmt.Errorf("%w: %d < %d", ErrStaleToken, token, h)
 	}
-	r.highest = token
+	r.highest.Store(token)
 	if fn != nil {
 		return fn()
 	}
 	return nil
 }
 
-// Highest returns the highest token accepted so far.
-func (r *Resource) Highest() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.highest
-}
+// Highest returns the highest token accepted so far. It does not take
+// Do's mutex: called from a Do function, it returns that call's token.
+func (r *Resource) Highest() uint64 { return r.highest.Load() }

@@ -54,7 +54,8 @@ type MiddlewareConfig struct {
 //     the context's cause; not reported (it is not a store failure);
 //   - store failed, limiter FailClosed: 503 Service Unavailable with
 //     Retry-After; FailOpen: the next handler runs (but 503 if the store
-//     refused the request as invalid, see AllowN). Either way the failure
+//     refused the request as invalid or found the key's record corrupt,
+//     see AllowN). Either way the failure
 //     is reported through cfg.Options with the key (an IP address as it
 //     is, any other key hashed: it may be a token).
 //

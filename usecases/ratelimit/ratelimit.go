@@ -47,10 +47,15 @@
 // FailOpen (allow: availability first). Either way Allow also returns an
 // error wrapping ErrStore, Result.Degraded is set, and the failure is
 // reported to Config.Logger and Config.OnError with the key (an IP as it
-// is, any other key hashed: it may be a token) and the decision taken. A
-// request the store refuses as invalid (a key longer than it accepts) is
-// handled alike but always denied: its caller chose it, so failing open
-// would let anyone escape the limit.
+// is, any other key hashed: it may be a token) and the decision taken.
+// FailOpen covers availability failures only. A request the store refuses
+// as invalid (a key longer than it accepts) is handled alike but always
+// denied: its caller chose it, so failing open would let anyone escape the
+// limit. So is a key whose record the store reports unreadable
+// (store.ErrCorrupt: tampered with, or another program's value at the
+// key): that is an integrity failure, and failing open would give whoever
+// can spoil a record unlimited requests. Such a key is denied until its
+// record is deleted (Limiter.Reset) or expires.
 //
 // # Several processes
 //
@@ -66,7 +71,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -107,7 +111,9 @@ type FailureMode uint8
 const (
 	// FailClosed denies when the store fails (the zero value).
 	FailClosed FailureMode = iota
-	// FailOpen allows when the store fails.
+	// FailOpen allows when the store is unavailable. It never allows a
+	// request the store refused as invalid, or one whose record the store
+	// reports corrupt (store.ErrCorrupt): see "Store failure".
 	FailOpen
 )
 
@@ -148,9 +154,17 @@ type Config struct {
 	// state unless they have the same name and algorithm (as replicas of
 	// one service do).
 	Name string
-	// Prefix is prepended to every key. "" means "tide:rl:". It must not
-	// contain '{', so that the caller's key is the Redis Cluster hash tag
-	// (see Limiter.Key) and keys spread over a cluster's slots.
+	// Prefix is prepended to every key. "" means "tide:rl:". Every
+	// adapter checks its Prefix by one rule, and New refuses a Prefix
+	// that breaks it with ErrInvalidConfig: 1 to 128 bytes of printable
+	// ASCII without space; no '{', so that the caller's key is the Redis
+	// Cluster hash tag (see Limiter.Key) and keys spread over a cluster's
+	// slots; and no overlap with another adapter's default key space
+	// ("tide:sess:", "tide:flag:", "tide:idem:", "tide:lease:",
+	// "tide:cache:") or the Redis backend's "tide:ver:": the Prefix is
+	// neither a prefix of one nor begins with one ("tide:" is refused).
+	// Adapters sharing a backend need prefixes neither of which is a
+	// prefix of the other.
 	Prefix string
 	// OnStoreError chooses the answer when the store fails. The zero value
 	// is FailClosed.
@@ -185,7 +199,7 @@ type Result struct {
 	Reset time.Duration
 	// Degraded reports that the store failed and Allowed was chosen by
 	// Config.OnStoreError (or is false: the store refused the request as
-	// invalid; see AllowN).
+	// invalid, or reported the key's record corrupt; see AllowN).
 	Degraded bool
 }
 
@@ -203,6 +217,8 @@ type Limiter struct {
 	afterFunc func(time.Duration) <-chan time.Time
 }
 
+const defaultPrefix = "tide:rl:"
+
 // New returns a Limiter for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Limiter, error) {
 	switch {
@@ -218,8 +234,6 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: Burst = %d, want ≥ 0", ErrInvalidConfig, cfg.Burst)
 	case cfg.OnStoreError > FailOpen:
 		return nil, fmt.Errorf("%w: OnStoreError = %d", ErrInvalidConfig, cfg.OnStoreError)
-	case strings.Contains(cfg.Prefix, "{"):
-		return nil, fmt.Errorf("%w: Prefix = %q contains '{' (it would change the keys' hash tag)", ErrInvalidConfig, cfg.Prefix)
 	case !keys.ValidName(cfg.Name):
 		return nil, fmt.Errorf("%w: Name = %q, want 1 to 64 bytes of [A-Za-z0-9._-]", ErrInvalidConfig, cfg.Name)
 	case cfg.Algorithm == SlidingWindow && cfg.Limit > store.MaxSlidingLimit:
@@ -231,7 +245,10 @@ func New(cfg Config) (*Limiter, error) {
 		cfg.Burst = cfg.Limit
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "tide:rl:"
+		cfg.Prefix = defaultPrefix
+	}
+	if err := keys.CheckPrefix(cfg.Prefix, defaultPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	l := &Limiter{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}}
 	if cfg.Algorithm == TokenBucket {
@@ -281,9 +298,11 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // away), the events are not admitted, the error is ctx's cause, and it is
 // neither reported nor counted as a store failure. A request the store
 // refuses as invalid (its key longer than the store accepts, say: the
-// caller chose it) is denied even by a FailOpen limiter, and otherwise
-// handled as a store failure: the error wraps ErrStore and the store's
-// reason (store.ErrKeyTooLarge, store.ErrInvalidArgument).
+// caller chose it), or whose record the store cannot read (store.ErrCorrupt:
+// an integrity failure, not an availability one), is denied even by a
+// FailOpen limiter, and otherwise handled as a store failure: the error
+// wraps ErrStore and the store's reason (store.ErrKeyTooLarge,
+// store.ErrInvalidArgument, store.ErrCorrupt).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
 	limit := l.cfg.Limit
 	if l.cfg.Algorithm == TokenBucket {
@@ -314,11 +333,14 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 		return Result{Limit: limit}, context.Cause(ctx)
 	}
 	if err != nil {
-		refused := errors.Is(err, store.ErrKeyTooLarge) || errors.Is(err, store.ErrInvalidArgument)
+		corrupt := errors.Is(err, store.ErrCorrupt)
+		refused := corrupt || errors.Is(err, store.ErrKeyTooLarge) || errors.Is(err, store.ErrInvalidArgument)
 		err = fmt.Errorf("%w: %w", ErrStore, err)
 		r = l.degraded(limit, refused)
 		msg := "tide: rate limit store failed; event denied (fail closed)"
 		switch {
+		case corrupt:
+			msg = "tide: rate limit record is corrupt; event denied until it is reset or expires"
 		case refused:
 			msg = "tide: rate limit store refused the request; event denied"
 		case r.Allowed:
@@ -356,7 +378,8 @@ func (l *Limiter) logAttrs(key string) []slog.Attr {
 
 // degraded is the Result of a decision the store did not make: the one
 // Config.OnStoreError chooses, or a denial for a request the store refused
-// as invalid (the caller chose it: failing open would admit it).
+// as invalid or found corrupt (refused: failing open would admit whoever
+// chose the key or spoiled its record).
 func (l *Limiter) degraded(limit int64, refused bool) Result {
 	r := Result{Limit: limit, Degraded: true}
 	if l.cfg.OnStoreError == FailOpen && !refused {

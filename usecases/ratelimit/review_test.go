@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidekv/tide/engine"
 	"github.com/tidekv/tide/usecases/httpmw"
 	"github.com/tidekv/tide/usecases/ratelimit"
 	"github.com/tidekv/tide/usecases/store"
+	"github.com/tidekv/tide/usecases/store/embedded"
 	"github.com/tidekv/tide/usecases/store/storetest"
 )
 
@@ -55,9 +57,19 @@ func TestNewRefusesCountsBackendsCannotCompute(t *testing.T) {
 // admitting: the caller, maybe an attacker, chose it. It is denied, by
 // AllowN, WaitN and the middleware, reported and counted as a store error.
 func TestRequestTheStoreRefusesIsNeverAdmitted(t *testing.T) {
-	b, _ := storetest.NewEmbedded(t) // keys up to 64 KiB
+	// An engine that takes keys of up to 16 bytes: the limiter's key for
+	// "k", "tide:rl:api:tb:{k:k}", is 20.
+	e, err := engine.New(engine.Config{MaxKeySize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	b, err := embedded.New(embedded.Config{Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
 	logs, logger := storetest.NewLogs()
-	l, err := ratelimit.New(ratelimit.Config{Name: "api", Backend: b, Prefix: strings.Repeat("p", 64<<10), Limit: 2, Period: time.Hour,
+	l, err := ratelimit.New(ratelimit.Config{Name: "api", Backend: b, Limit: 2, Period: time.Hour,
 		OnStoreError: ratelimit.FailOpen, Logger: logger})
 	if err != nil {
 		t.Fatal(err)

@@ -30,8 +30,8 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 //     deadline;
 //   - an error wrapping ErrInvalidCost for n < 0 or n above the limit;
 //   - an error wrapping ErrStore if the store failed and the limiter
-//     fails closed, or the store refused the request as invalid (see
-//     AllowN).
+//     fails closed, or the store refused the request as invalid or found
+//     the key's record corrupt (see AllowN).
 //
 // Each attempt is one AllowN; a denial's RetryAfter is how long it sleeps
 // before the next. Waiters are not queued: under contention another

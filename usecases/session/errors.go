@@ -22,4 +22,8 @@ var (
 	// Created or Deadline was changed: a Session writes only its own
 	// record, and the absolute deadline never moves.
 	ErrFixedField = errors.New("tide: a session's ID, creation time and deadline are fixed")
+	// ErrTooManySessions reports a sign-in for a user whose index is full
+	// (Config.MaxUserSessions) of sessions still being created, which
+	// cannot be revoked to make room: retry later.
+	ErrTooManySessions = errors.New("tide: too many sessions for one user")
 )

@@ -45,8 +45,9 @@ func (m *Manager) readIndex(ctx context.Context, userID string) ([]indexEntry, u
 
 // modifyIndex applies fn to userID's index with a CAS loop; entries past
 // their deadline are dropped, and the index expires with its last entry.
-// Anonymous sessions (userID "") have no index.
-func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]indexEntry) []indexEntry) error {
+// Anonymous sessions (userID "") have no index. An error from fn ends the
+// loop with nothing written.
+func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]indexEntry, time.Time) ([]indexEntry, error)) error {
 	if userID == "" {
 		return nil
 	}
@@ -59,7 +60,10 @@ func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]inde
 		if err != nil {
 			return err
 		}
-		idx = slices.DeleteFunc(fn(idx), func(e indexEntry) bool { return !e.Deadline.After(now) })
+		idx = slices.DeleteFunc(idx, func(e indexEntry) bool { return !e.Deadline.After(now) })
+		if idx, err = fn(idx, now); err != nil {
+			return err
+		}
 		var ok bool
 		if len(idx) == 0 {
 			if v == 0 {
@@ -94,14 +98,95 @@ func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]inde
 	}
 }
 
-func (m *Manager) indexAdd(ctx context.Context, userID, h string, deadline, now time.Time) error {
-	return m.modifyIndex(ctx, userID, func(idx []indexEntry) []indexEntry {
-		return append(idx, indexEntry{Handle: h, Deadline: deadline, Added: now})
+// indexAdd adds h to userID's index, making room first if the index is
+// full (see makeRoom). replacing, if not "", is the handle of a session the
+// caller revokes once h is written (Rotate, a re-login): it is neither
+// counted nor evicted.
+func (m *Manager) indexAdd(ctx context.Context, userID, h string, deadline time.Time, replacing string) error {
+	// The sessions this call revoked to make room: a CAS retry reads them
+	// again, recordless but younger than pendingGrace, and must not take
+	// them for Creates in flight.
+	evicted := map[string]bool{}
+	return m.modifyIndex(ctx, userID, func(idx []indexEntry, now time.Time) ([]indexEntry, error) {
+		idx, err := m.makeRoom(ctx, userID, idx, now, replacing, evicted)
+		if err != nil {
+			return nil, err
+		}
+		return append(idx, indexEntry{Handle: h, Deadline: deadline, Added: now}), nil
 	})
 }
 
+// makeRoom returns idx with room for one more entry: at most
+// MaxUserSessions−1 entries besides replacing. If idx is full it visits the
+// entries oldest first, and drops those whose session is gone (no record
+// and older than pendingGrace, or a record that is not this user's), then
+// revokes the oldest live sessions (record first, then entry, so that no
+// live session ever leaves the index) until there is room. An entry
+// without a record younger than pendingGrace may be a Create in flight: it
+// stays, and if only such entries are left, makeRoom fails with
+// ErrTooManySessions.
+func (m *Manager) makeRoom(ctx context.Context, userID string, idx []indexEntry, now time.Time, replacing string, evicted map[string]bool) ([]indexEntry, error) {
+	count := func() int {
+		n := len(idx)
+		if replacing != "" && slices.ContainsFunc(idx, func(e indexEntry) bool { return e.Handle == replacing }) {
+			n--
+		}
+		return n
+	}
+	n := count()
+	if n < m.cfg.MaxUserSessions {
+		return idx, nil
+	}
+	slices.SortStableFunc(idx, func(a, b indexEntry) int { return a.Added.Compare(b.Added) })
+	drop := map[string]bool{}
+	for _, e := range idx {
+		if n < m.cfg.MaxUserSessions {
+			break
+		}
+		if e.Handle == replacing {
+			continue
+		}
+		if evicted[e.Handle] {
+			drop[e.Handle] = true
+			n--
+			continue
+		}
+		it, ok, err := m.cfg.Backend.Get(ctx, m.key(e.Handle))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			if now.Sub(e.Added) > pendingGrace {
+				drop[e.Handle] = true
+				n--
+			}
+			continue
+		}
+		var r Record
+		if m.cfg.Codec.Unmarshal(it.Value, &r) != nil || r.UserID != userID {
+			drop[e.Handle] = true // not this user's session
+			n--
+			continue
+		}
+		deleted, err := m.cfg.Backend.Delete(ctx, m.key(e.Handle))
+		if err != nil {
+			return nil, err
+		}
+		if deleted {
+			m.evicted.Add(1)
+		}
+		evicted[e.Handle] = true
+		drop[e.Handle] = true
+		n--
+	}
+	if n >= m.cfg.MaxUserSessions {
+		return nil, ErrTooManySessions
+	}
+	return slices.DeleteFunc(idx, func(e indexEntry) bool { return drop[e.Handle] }), nil
+}
+
 func (m *Manager) indexRemove(ctx context.Context, userID string, hs ...string) error {
-	return m.modifyIndex(ctx, userID, func(idx []indexEntry) []indexEntry {
-		return slices.DeleteFunc(idx, func(e indexEntry) bool { return slices.Contains(hs, e.Handle) })
+	return m.modifyIndex(ctx, userID, func(idx []indexEntry, _ time.Time) ([]indexEntry, error) {
+		return slices.DeleteFunc(idx, func(e indexEntry) bool { return slices.Contains(hs, e.Handle) }), nil
 	})
 }

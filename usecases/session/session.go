@@ -80,6 +80,28 @@
 // ID for the same session (do it on login and privilege change) and
 // deletes the old one.
 //
+// The index is one store value per user, keyed by the user ID alone:
+// List, DestroyAll and DestroyHandle span every tenant of the user's
+// sessions (Record.Tenant is the session's attribute, not part of the
+// user's identity). An application whose user IDs are unique only within
+// a tenant must qualify them (tenant and user, unambiguously encoded), or
+// give each tenant its own Manager with its own Prefix. Managers on
+// different prefixes (neither a prefix of the other) never see or revoke
+// each other's sessions.
+//
+// A user has at most Config.MaxUserSessions sessions (100 by default), so
+// that nobody who can sign in as a user (the user's own script, an
+// attacker holding the password) can grow the index, which every sign-in
+// rewrites and DestroyAll walks, without bound. A sign-in at the limit
+// visits the index oldest first: it drops entries whose session is gone
+// (expired, revoked, evicted) and, if that is not enough, revokes the
+// user's oldest live sessions (counted as "evicted" in Events), one per
+// sign-in in the steady state. A Rotate or a re-login (Login with the
+// user's own session) replaces its session instead. An entry younger than
+// a minute without a record may be a sign-in still being written: it is
+// never dropped, and a sign-in that finds only such entries fails with
+// ErrTooManySessions.
+//
 // # Eviction
 //
 // With Config.Pin the records and indexes are pinned: never evicted,
@@ -112,6 +134,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidekv/tide/usecases/internal/keys"
 	"github.com/tidekv/tide/usecases/store"
 )
 
@@ -211,10 +234,28 @@ type Config struct {
 	// TouchInterval is the least time between two activity refreshes of a
 	// session. 0 means IdleTimeout/10.
 	TouchInterval time.Duration
-	// Prefix is prepended to every key. "" means "tide:sess:".
+	// Prefix is prepended to every key. "" means "tide:sess:". Every
+	// adapter checks its Prefix by one rule, and New refuses a Prefix
+	// that breaks it with ErrInvalidConfig: 1 to 128 bytes of printable
+	// ASCII without space; no '{' (a Redis Cluster hash tag has no place
+	// in a session's keys); and no overlap with another adapter's default
+	// key space ("tide:flag:", "tide:rl:", "tide:idem:", "tide:lease:",
+	// "tide:cache:") or the Redis backend's "tide:ver:": the Prefix is
+	// neither a prefix of one nor begins with one ("tide:" is refused).
+	// Managers and other adapters sharing a backend need prefixes neither
+	// of which is a prefix of the other: a Manager's keys are Prefix + 64
+	// hex digits (a record) and Prefix + "user:" + 64 hex digits (a user's
+	// index), so Managers on "app:" and "app:user:" would share keys.
 	Prefix string
 	// Pin exempts sessions and indexes from eviction.
 	Pin bool
+	// MaxUserSessions bounds each user's sessions (and so the user's
+	// index, one store value that every sign-in rewrites and DestroyAll
+	// walks): 0 means DefaultMaxUserSessions; at most MaxMaxUserSessions.
+	// A sign-in (Create, Login, Rotate) at the limit first drops the index
+	// entries of sessions that are gone, then revokes the user's oldest
+	// sessions to make room; see "Revocation".
+	MaxUserSessions int
 	// Codec encodes records. nil means JSON.
 	Codec Codec
 }
@@ -371,23 +412,35 @@ type Info struct {
 // its zero value is not usable. It is safe for concurrent use; its only
 // state is its event counters (Events). Cost: Load is one Get (plus one
 // CAS when a touch is due); Save one CAS; Create and Destroy of a user's
-// session also update the user's index (a Get and a CAS).
+// session also update the user's index (a Get and a CAS; at the
+// MaxUserSessions limit, a Create also reads the oldest entries' records
+// until it has made room, usually one).
 type Manager struct {
 	cfg Config
 	// Event counters, for Events.
-	created, revoked, rotated atomic.Uint64
+	created, revoked, rotated, evicted atomic.Uint64
 }
 
 // Events reports the Manager's cumulative event counts: "created"
 // (sessions started by Create, CreateAnonymous and Login), "revoked"
-// (sessions ended by Destroy, DestroyHandle, DestroyAll and Login) and
-// "rotated" (Rotate). It makes a Manager an EventSource for
+// (sessions ended by Destroy, DestroyHandle, DestroyAll and Login),
+// "rotated" (Rotate) and "evicted" (sessions revoked to keep a user within
+// Config.MaxUserSessions). It makes a Manager an EventSource for
 // contrib/prometheus and expvarstats.
 func (m *Manager) Events() iter.Seq2[string, uint64] {
 	return func(yield func(string, uint64) bool) {
-		_ = yield("created", m.created.Load()) && yield("revoked", m.revoked.Load()) && yield("rotated", m.rotated.Load())
+		_ = yield("created", m.created.Load()) && yield("revoked", m.revoked.Load()) && yield("rotated", m.rotated.Load()) &&
+			yield("evicted", m.evicted.Load())
 	}
 }
+
+const defaultPrefix = "tide:sess:"
+
+// DefaultMaxUserSessions is the default Config.MaxUserSessions.
+const DefaultMaxUserSessions = 100
+
+// MaxMaxUserSessions is the largest Config.MaxUserSessions New accepts.
+const MaxMaxUserSessions = 10000
 
 // New returns a Manager for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Manager, error) {
@@ -425,10 +478,19 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("%w: TouchInterval %v ≥ IdleTimeout %v", ErrInvalidConfig, cfg.TouchInterval, cfg.IdleTimeout)
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "tide:sess:"
+		cfg.Prefix = defaultPrefix
+	}
+	if err := keys.CheckPrefix(cfg.Prefix, defaultPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if cfg.Codec == nil {
 		cfg.Codec = JSON{}
+	}
+	if cfg.MaxUserSessions < 0 || cfg.MaxUserSessions > MaxMaxUserSessions {
+		return nil, fmt.Errorf("%w: MaxUserSessions = %d, want 0..%d", ErrInvalidConfig, cfg.MaxUserSessions, MaxMaxUserSessions)
+	}
+	if cfg.MaxUserSessions == 0 {
+		cfg.MaxUserSessions = DefaultMaxUserSessions
 	}
 	return &Manager{cfg: cfg}, nil
 }
@@ -498,7 +560,7 @@ func (m *Manager) Create(ctx context.Context, userID, tenant string, auth map[st
 	}
 	s := &Session{Record: Record{UserID: userID, Tenant: tenant, Auth: maps.Clone(auth),
 		Created: now, LastActive: now, Deadline: now.Add(m.cfg.AbsoluteTimeout)}, user: userID}
-	if err := m.insert(ctx, s, now); err != nil {
+	if err := m.insert(ctx, s, now, ""); err != nil {
 		return nil, err
 	}
 	m.created.Add(1)
@@ -514,7 +576,7 @@ func (m *Manager) CreateAnonymous(ctx context.Context) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{Record: Record{Created: now, LastActive: now, Deadline: now.Add(m.cfg.AbsoluteTimeout)}}
-	if err := m.insert(ctx, s, now); err != nil {
+	if err := m.insert(ctx, s, now, ""); err != nil {
 		return nil, err
 	}
 	m.created.Add(1)
@@ -544,7 +606,13 @@ func (m *Manager) Login(ctx context.Context, prev *Session, userID, tenant strin
 			s.Set(k, v)
 		}
 	}
-	if err := m.insert(ctx, s, now); err != nil {
+	// A re-login replaces the user's session: it does not count against
+	// MaxUserSessions (it is revoked below).
+	replacing := ""
+	if prev != nil && prev.user == userID && validID(prev.ID) {
+		replacing = handle(prev.ID)
+	}
+	if err := m.insert(ctx, s, now, replacing); err != nil {
 		return nil, err
 	}
 	m.created.Add(1)
@@ -561,8 +629,10 @@ func (m *Manager) Login(ctx context.Context, prev *Session, userID, tenant strin
 	return s, nil
 }
 
-// insert writes s under a fresh ID and indexes it.
-func (m *Manager) insert(ctx context.Context, s *Session, now time.Time) error {
+// insert writes s under a fresh ID and indexes it; replacing is the handle
+// of a session of the same user the caller revokes next, or "" (see
+// indexAdd).
+func (m *Manager) insert(ctx context.Context, s *Session, now time.Time, replacing string) error {
 	ttl := m.ttl(&s.Record, now)
 	if ttl <= 0 {
 		return ErrNotFound
@@ -577,7 +647,7 @@ func (m *Manager) insert(ctx context.Context, s *Session, now time.Time) error {
 	for {
 		id := newID()
 		h := handle(id)
-		if err := m.indexAdd(ctx, s.UserID, h, s.Deadline, now); err != nil {
+		if err := m.indexAdd(ctx, s.UserID, h, s.Deadline, replacing); err != nil {
 			return err
 		}
 		v, ok, err := m.cfg.Backend.Set(ctx, m.key(h), enc, store.SetOptions{IfAbsent: true, TTL: ttl, Pin: m.cfg.Pin})
@@ -741,7 +811,7 @@ func (m *Manager) Rotate(ctx context.Context, s *Session) error {
 	old, oldVersion := s.ID, s.version
 	ns := &Session{Record: s.Record, user: s.user}
 	ns.LastActive = now
-	if err := m.insert(ctx, ns, now); err != nil {
+	if err := m.insert(ctx, ns, now, handle(old)); err != nil {
 		return err
 	}
 	deleted, err := m.cfg.Backend.CompareAndDelete(ctx, m.key(handle(old)), oldVersion)

@@ -525,7 +525,7 @@ func TestEventsCount(t *testing.T) {
 	for k, v := range m.Events() {
 		got[k] = v
 	}
-	want := map[string]uint64{"created": 3, "revoked": 3, "rotated": 1}
+	want := map[string]uint64{"created": 3, "revoked": 3, "rotated": 1, "evicted": 0}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Events: got %v, want %v", got, want)
 	}

@@ -1,0 +1,66 @@
+package keys
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxPrefix is the longest Config.Prefix an adapter accepts.
+const MaxPrefix = 128
+
+// Defaults are the adapters' default prefixes, one key space each.
+var Defaults = []string{"tide:sess:", "tide:flag:", "tide:rl:", "tide:idem:", "tide:lease:", "tide:cache:"}
+
+// Reserved are key spaces no adapter may write: a Redis backend keeps its
+// version counters under "tide:ver:" and refuses adapters' keys there.
+var Reserved = []string{"tide:ver:"}
+
+// CheckPrefix returns why prefix is not a valid Config.Prefix for the
+// adapter whose default prefix is own, or nil. The rule, shared by every
+// adapter:
+//
+//   - 1 to MaxPrefix bytes (an adapter maps "" to its default before
+//     checking), so that a prefix never by itself pushes every key past a
+//     store's key limit;
+//   - printable ASCII without space (0x21 to 0x7E), so that no control
+//     byte, newline or invalid UTF-8 reaches a key, a log line or a
+//     redis-cli session;
+//   - no '{': Redis Cluster hashes the bytes between a key's first '{' and
+//     the next '}', and the adapters put that pair where it must be (the
+//     name of a lease, the caller's key of a limiter); a '{' in the prefix
+//     would take the hash tag away from it. A '}' alone is harmless (a tag
+//     starts at the first '{') and allowed;
+//   - no overlap with another adapter's default key space or a reserved
+//     one: prefix is neither a prefix of one of Defaults (other than own)
+//     or Reserved, nor begins with one. Keys of two prefixes neither of
+//     which is a prefix of the other never meet; "tide:" would put an
+//     adapter's keys among every other adapter's, where a caller-chosen
+//     key can equal another adapter's key.
+//
+// Two adapters configured by hand on one backend must likewise get
+// prefixes neither of which is a prefix of the other; that is the
+// caller's part, which no constructor can check.
+func CheckPrefix(prefix, own string) error {
+	if len(prefix) == 0 || len(prefix) > MaxPrefix {
+		return fmt.Errorf("Prefix is %d bytes, want 1 to %d", len(prefix), MaxPrefix)
+	}
+	for i := range len(prefix) {
+		if c := prefix[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("Prefix %q has byte %#02x at %d, want printable ASCII without space", prefix, c, i)
+		}
+	}
+	if strings.Contains(prefix, "{") {
+		return fmt.Errorf("Prefix %q contains '{' (it would change the keys' Redis Cluster hash tag)", prefix)
+	}
+	for _, set := range [][]string{Defaults, Reserved} {
+		for _, d := range set {
+			if d == own {
+				continue
+			}
+			if strings.HasPrefix(prefix, d) || strings.HasPrefix(d, prefix) {
+				return fmt.Errorf("Prefix %q overlaps the key space %q (neither may be a prefix of the other)", prefix, d)
+			}
+		}
+	}
+	return nil
+}

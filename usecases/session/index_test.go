@@ -1,0 +1,239 @@
+package session_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/tidekv/tide/usecases/session"
+	"github.com/tidekv/tide/usecases/store"
+	"github.com/tidekv/tide/usecases/store/storetest"
+)
+
+// indexLen returns how many entries the store holds in userID's index
+// (under the default prefix), read straight from the backend.
+func indexLen(t *testing.T, b session.Backend, userID string) int {
+	t.Helper()
+	sum := sha256.Sum256([]byte(userID))
+	it, ok, err := b.Get(context.Background(), "tide:sess:user:"+hex.EncodeToString(sum[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return 0
+	}
+	var idx []json.RawMessage
+	if err := json.Unmarshal(it.Value, &idx); err != nil {
+		t.Fatal(err)
+	}
+	return len(idx)
+}
+
+// A user's index grew by one entry per sign-in and lost entries only at
+// their absolute deadline (24 h by default) or through List: whoever can
+// sign in as a user (the user's own script, an attacker with the
+// password) could grow one store value without bound, every later
+// sign-in reading and rewriting all of it and DestroyAll deleting every
+// entry's key. It now holds at most MaxUserSessions (default DefaultMaxUserSessions, 100) entries:
+// entries whose session is gone are dropped first, then the oldest live
+// sessions are revoked.
+func TestUserIndexIsBounded(t *testing.T) {
+	const logins = 150
+	for _, c := range []struct {
+		name string
+		// idle: every session is left idle (abandoned, as a script's
+		// would be), the next sign-in 10 minutes later.
+		idle bool
+		// wantLive is how many of the user's sessions List reports after
+		// the sign-ins.
+		wantLive int
+	}{
+		{"sessions kept live", false, session.DefaultMaxUserSessions},
+		// Signed in every 10 minutes and left: each session idles out 30
+		// minutes later, so only the last two are live at the end.
+		{"sessions abandoned", true, 2},
+	} {
+		b, clk := storetest.NewEmbedded(t)
+		m, err := session.New(session.Config{Backend: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var ids []string
+		for range logins {
+			s, err := m.Create(ctx, "mallory", "", nil)
+			if err != nil {
+				t.Fatalf("%s: Create: %v", c.name, err)
+			}
+			ids = append(ids, s.ID)
+			if c.idle {
+				clk.Advance(10 * time.Minute)
+			} else {
+				clk.Advance(time.Second)
+			}
+		}
+		if got := indexLen(t, b, "mallory"); got > session.DefaultMaxUserSessions {
+			t.Errorf("%s: after %d sign-ins the index holds %d entries, want at most %d", c.name, logins, got, session.DefaultMaxUserSessions)
+		}
+		infos, err := m.List(ctx, "mallory")
+		if err != nil || len(infos) != c.wantLive {
+			t.Errorf("%s: List got %d sessions (%v), want %d", c.name, len(infos), err, c.wantLive)
+		}
+		evicted := 0
+		if !c.idle {
+			evicted = logins - session.DefaultMaxUserSessions
+		}
+		if got := maps.Collect(m.Events())["evicted"]; got != uint64(evicted) {
+			t.Errorf("%s: Events evicted got %d, want %d", c.name, got, evicted)
+		}
+		if c.idle {
+			continue
+		}
+		// The newest DefaultMaxUserSessions live on, the older were revoked.
+		for i, id := range ids {
+			_, ok, err := m.Load(ctx, id)
+			if want := i >= logins-session.DefaultMaxUserSessions; ok != want || err != nil {
+				t.Errorf("%s: session %d of %d: Load got (%v, %v), want live %v", c.name, i, logins, ok, err, want)
+			}
+		}
+		if n, err := m.DestroyAll(ctx, "mallory"); n != session.DefaultMaxUserSessions || err != nil {
+			t.Errorf("%s: DestroyAll got (%d, %v), want (%d, nil)", c.name, n, err, session.DefaultMaxUserSessions)
+		}
+	}
+}
+
+// dropRecords is a backend that loses every session record Create writes
+// (it answers the set-if-absent as done), so that their index entries stay
+// "pending": a Create in flight, as far as the index can tell.
+type dropRecords struct {
+	session.Backend
+	drop bool
+}
+
+func (d *dropRecords) Set(ctx context.Context, key string, value []byte, o store.SetOptions) (uint64, bool, error) {
+	if d.drop && o.IfAbsent && len(key) == len("tide:sess:")+64 {
+		return 1, true, nil
+	}
+	return d.Backend.Set(ctx, key, value, o)
+}
+
+// The limit's edges: a Rotate or a re-login at a full index replaces the
+// session it revokes instead of evicting another (or itself); an index
+// full of entries whose records may still be being written (younger than
+// a minute, without a record) refuses a new session with
+// ErrTooManySessions rather than drop an entry whose session would then
+// escape DestroyAll; and New refuses a nonsense limit.
+func TestUserIndexLimitEdges(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		max int
+		ok  bool
+	}{{-1, false}, {session.MaxMaxUserSessions + 1, false}, {0, true}, {1, true}, {session.MaxMaxUserSessions, true}} {
+		b, _ := storetest.NewEmbedded(t)
+		_, err := session.New(session.Config{Backend: b, MaxUserSessions: c.max})
+		if got := err == nil; got != c.ok {
+			t.Errorf("New with MaxUserSessions %d: got %v, want accepted %v (else ErrInvalidConfig)", c.max, err, c.ok)
+		}
+	}
+
+	b, clk := storetest.NewEmbedded(t)
+	m, _ := session.New(session.Config{Backend: b, MaxUserSessions: 3})
+	var s [3]*session.Session
+	for i := range s {
+		s[i], _ = m.Create(ctx, "alice", "", nil)
+		clk.Advance(time.Second)
+	}
+	oldest := s[0]
+	if err := m.Rotate(ctx, oldest); err != nil {
+		t.Fatalf("Rotate of the oldest session at a full index: got %v, want nil", err)
+	}
+	for i, x := range []*session.Session{oldest, s[1], s[2]} {
+		if _, ok, err := m.Load(ctx, x.ID); !ok || err != nil {
+			t.Errorf("after Rotate at a full index, session %d: Load got (%v, %v), want live", i, ok, err)
+		}
+	}
+	relogin, err := m.Login(ctx, s[2], "alice", "", nil)
+	if err != nil {
+		t.Fatalf("re-login at a full index: %v", err)
+	}
+	for i, x := range []*session.Session{oldest, s[1], relogin} {
+		if _, ok, err := m.Load(ctx, x.ID); !ok || err != nil {
+			t.Errorf("after re-login at a full index, session %d: Load got (%v, %v), want live", i, ok, err)
+		}
+	}
+	if got := indexLen(t, b, "alice"); got != 3 {
+		t.Errorf("index after Rotate and re-login: got %d entries, want 3", got)
+	}
+
+	d := &dropRecords{Backend: b, drop: true}
+	md, _ := session.New(session.Config{Backend: d, MaxUserSessions: 3})
+	for i := range 3 {
+		if _, err := md.Create(ctx, "bob", "", nil); err != nil {
+			t.Fatalf("Create %d with its record lost: %v", i, err)
+		}
+	}
+	if _, err := md.Create(ctx, "bob", "", nil); !errors.Is(err, session.ErrTooManySessions) {
+		t.Errorf("Create at an index full of pending entries: got %v, want ErrTooManySessions", err)
+	}
+	clk.Advance(2 * time.Minute) // the pending entries are now dead
+	d.drop = false
+	if _, err := md.Create(ctx, "bob", "", nil); err != nil {
+		t.Errorf("Create once the pending entries are dead: got %v, want nil", err)
+	}
+	// A sign-in at the limit drops only what it needs (one Get per dead
+	// entry, oldest first); List drops the rest.
+	if got := indexLen(t, b, "bob"); got != 3 {
+		t.Errorf("bob's index after the Create: got %d entries, want 3 (one dead entry dropped, one added)", got)
+	}
+	if infos, err := md.List(ctx, "bob"); len(infos) != 1 || err != nil {
+		t.Errorf("List(bob): got (%d sessions, %v), want 1", len(infos), err)
+	}
+	if got := indexLen(t, b, "bob"); got != 1 {
+		t.Errorf("bob's index after List: got %d entries, want 1", got)
+	}
+}
+
+// Two Managers on one backend with different prefixes (neither a prefix of
+// the other: "app1:sess:", "app2:sess:"), and the same user ID in both,
+// never list or revoke each other's sessions; the same user ID in two
+// tenants of one Manager is one user (see "Revocation").
+func TestUserIndexIsPerPrefix(t *testing.T) {
+	ctx := context.Background()
+	b, _ := storetest.NewEmbedded(t)
+	m1, _ := session.New(session.Config{Backend: b, Prefix: "app1:sess:"})
+	m2, _ := session.New(session.Config{Backend: b, Prefix: "app2:sess:"})
+	s1, _ := m1.Create(ctx, "alice", "acme", nil)
+	s2, _ := m2.Create(ctx, "alice", "acme", nil)
+	for _, c := range []struct {
+		name string
+		run  func() (int, error)
+	}{
+		{"List in app2", func() (int, error) { l, err := m2.List(ctx, "alice"); return len(l), err }},
+		{"DestroyAll in app2", func() (int, error) { return m2.DestroyAll(ctx, "alice") }},
+	} {
+		if n, err := c.run(); n != 1 || err != nil {
+			t.Errorf("%s: got (%d, %v), want (1, nil): app2's own session only", c.name, n, err)
+		}
+		if _, ok, err := m1.Load(ctx, s1.ID); !ok || err != nil {
+			t.Errorf("%s: app1's session: Load got (%v, %v), want live", c.name, ok, err)
+		}
+	}
+	if _, ok, _ := m2.Load(ctx, s2.ID); ok {
+		t.Error("app2's session survived app2's DestroyAll")
+	}
+	if _, ok, _ := m2.Load(ctx, s1.ID); ok {
+		t.Error("app1's session ID loads in app2")
+	}
+	l, _ := m1.List(ctx, "alice")
+	if d, err := m2.DestroyHandle(ctx, "alice", l[0].Handle); d || err != nil {
+		t.Errorf("DestroyHandle in app2 of app1's handle: got (%v, %v), want (false, nil)", d, err)
+	}
+	if n, err := m1.DestroyAll(ctx, "alice"); n != 1 || err != nil {
+		t.Errorf("DestroyAll in app1: got (%d, %v), want (1, nil)", n, err)
+	}
+}
