@@ -79,6 +79,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/tidekv/tide/clock"
+	"github.com/tidekv/tide/usecases/internal/keys"
 	"github.com/tidekv/tide/usecases/internal/report"
 	"github.com/tidekv/tide/usecases/store"
 )
@@ -192,7 +193,16 @@ type Backend interface {
 type Config struct {
 	// Backend holds the flags. Required.
 	Backend Backend
-	// Prefix is prepended to every key. "" means "tide:flag:".
+	// Prefix is prepended to every key. "" means "tide:flag:". Every
+	// adapter checks its Prefix by one rule, and New refuses a Prefix
+	// that breaks it with ErrInvalidConfig: 1 to 128 bytes of printable
+	// ASCII without space; no '{' (a flag's name is its key's Redis
+	// Cluster hash tag); and no overlap with another adapter's default key
+	// space ("tide:sess:", "tide:rl:", "tide:idem:", "tide:lease:",
+	// "tide:cache:") or the Redis backend's "tide:ver:": the Prefix is
+	// neither a prefix of one nor begins with one ("tide:" is refused).
+	// Adapters sharing a backend need prefixes neither of which is a
+	// prefix of the other.
 	Prefix string
 	// MaxStaleness bounds how old a cached read may be. 0 means 1 second.
 	MaxStaleness time.Duration
@@ -263,6 +273,8 @@ type watcher struct {
 	last uint64 // revision last notified
 }
 
+const defaultPrefix = "tide:flag:"
+
 // New returns a Store for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Store, error) {
 	switch {
@@ -272,7 +284,10 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("%w: MaxStaleness, PollInterval and AuditKeep must be ≥ 0", ErrInvalidConfig)
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "tide:flag:"
+		cfg.Prefix = defaultPrefix
+	}
+	if err := keys.CheckPrefix(cfg.Prefix, defaultPrefix); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if cfg.MaxStaleness == 0 {
 		cfg.MaxStaleness = time.Second
