@@ -98,6 +98,14 @@
 // Config.TruncateCorrupt (which cuts it, losing nothing acknowledged)
 // (TestTornTailWithAFrameInsideItsValue).
 //
+// Damage costs Open no memory: a frame's length is checked against
+// MaxRecordSize and the bytes left in its file before anything is read, a
+// frame is held in memory whole only once its checksum (computed in
+// pieces) matches, and the scans past a damaged frame read through a
+// bounded window. So Open allocates in proportion to the valid records it
+// reads, never to what a damaged or crafted length field claims nor to the
+// size of a damaged file.
+//
 // Recovery delivers records as written and then, for every key the replay
 // left with a deadline at or before the now it was given, an OpRemove with
 // CauseExpired (Recovery.Due counts them), so no due entry is restored and

@@ -1,9 +1,7 @@
 package aof
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 )
@@ -146,14 +144,9 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 			// The records the cut discards handed out versions that
 			// callers hold: keep them out of reach (best effort: a version
 			// only in a damaged frame is lost with it).
-			rest := make([]byte, size-end)
-			if _, rerr := f.ReadAt(rest, end); rerr == nil || errors.Is(rerr, io.EOF) {
-				rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(rest, 1))
-			}
+			rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(f, end+1, size))
 			for _, s := range man.incrs[i+1:] {
-				if data, rerr := fsys.ReadFile(incrName(s)); rerr == nil {
-					rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(data, fileHeader))
-				}
+				rep.MaxVersion = max(rep.MaxVersion, maxVersionInFile(fsys, incrName(s)))
 			}
 		}
 		if err == nil && bad != nil {
@@ -280,6 +273,21 @@ func headersOnly(fsys FS, seqs []uint64) bool {
 		}
 	}
 	return true
+}
+
+// maxVersionInFile is maxVersionIn over a whole incremental log, 0 if it
+// cannot be read.
+func maxVersionInFile(fsys FS, name string) uint64 {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0
+	}
+	return maxVersionIn(f, fileHeader, size)
 }
 
 func fileSize(fsys FS, name string) (int64, error) {

@@ -122,7 +122,7 @@ func (rp *replayer) replayBase(fsys FS, name string, hint func(int64)) error {
 	if hint != nil && endsWithEndFrame(f, size) {
 		hint(size)
 	}
-	_, err = readSnapshot(io.NewSectionReader(f, 0, size), name, size, rp.deliver)
+	_, err = readSnapshot(io.NewSectionReader(f, 0, size), f, name, size, rp.deliver)
 	return err
 }
 
@@ -163,7 +163,7 @@ func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptErro
 		errors.As(herr, &ce)
 		return 0, ce, false, nil
 	}
-	fr := newFrameReader(io.NewSectionReader(f, fileHeader, size-fileHeader), fileHeader)
+	fr := newFrameReader(io.NewSectionReader(f, fileHeader, size-fileHeader), f, fileHeader)
 	var rec Record
 	var fe *frameError // outside the loop: errors.As makes it escape
 	for {
@@ -187,10 +187,10 @@ func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptErro
 		case !errors.As(ferr, &fe):
 			return off, nil, false, fmt.Errorf("tide: log %s: %w", name, ferr)
 		}
-		rest := make([]byte, size-off)
-		if _, err := f.ReadAt(rest, off); err != nil && !errors.Is(err, io.EOF) {
+		torn, err := isTornTail(f, off, size)
+		if err != nil {
 			return off, nil, false, fmt.Errorf("tide: log %s: %w", name, err)
 		}
-		return off, &CorruptError{File: name, Offset: off, Reason: fe.reason, Truncated: fe.partial}, isTornTail(rest), nil
+		return off, &CorruptError{File: name, Offset: off, Reason: fe.reason, Truncated: fe.partial}, torn, nil
 	}
 }
