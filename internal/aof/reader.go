@@ -56,6 +56,7 @@ type frameError struct {
 	off     int64
 	reason  string
 	partial bool
+	overrun int64 // the payload length of a frame that overruns the input, or 0
 }
 
 func (e *frameError) Error() string { return e.reason }
@@ -70,16 +71,16 @@ func (fr *frameReader) next(limit int64) ([]byte, error) {
 	case err == io.EOF:
 		return nil, errFrameEOF
 	case err == io.ErrUnexpectedEOF:
-		return nil, &frameError{fr.off, fmt.Sprintf("input ends %d bytes into a frame header", n), true}
+		return nil, &frameError{off: fr.off, reason: fmt.Sprintf("input ends %d bytes into a frame header", n), partial: true}
 	case err != nil:
 		return nil, err
 	}
 	length := binary.LittleEndian.Uint32(h[:4])
 	if length == 0 || uint64(length) > MaxRecordSize {
-		return nil, &frameError{fr.off, fmt.Sprintf("frame length %d", length), false}
+		return nil, &frameError{off: fr.off, reason: fmt.Sprintf("frame length %d", length)}
 	}
 	if limit >= 0 && int64(length) > limit-frameHeader {
-		return nil, &frameError{fr.off, fmt.Sprintf("frame of %d bytes overruns the input", length), true}
+		return nil, &frameError{off: fr.off, reason: fmt.Sprintf("frame of %d bytes overruns the input", length), partial: true, overrun: int64(length)}
 	}
 	if fr.ra != nil && length > scanChunk {
 		if fr.chunk == nil {
@@ -88,23 +89,23 @@ func (fr *frameReader) next(limit int64) ([]byte, error) {
 		crc, err := payloadCRC(fr.ra, h[:4], fr.off+frameHeader, int64(length), fr.chunk)
 		switch {
 		case err == io.ErrUnexpectedEOF:
-			return nil, &frameError{fr.off, fmt.Sprintf("input ends inside a frame of %d bytes", length), true}
+			return nil, &frameError{off: fr.off, reason: fmt.Sprintf("input ends inside a frame of %d bytes", length), partial: true}
 		case err != nil:
 			return nil, err
 		case crc != binary.LittleEndian.Uint32(h[4:]):
-			return nil, &frameError{fr.off, "frame checksum mismatch", false}
+			return nil, &frameError{off: fr.off, reason: "frame checksum mismatch"}
 		}
 	}
 	p, err := readN(fr.r, fr.buf[:0], int(length))
 	fr.buf = p
 	if err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil, &frameError{fr.off, fmt.Sprintf("input ends inside a frame of %d bytes", length), true}
+			return nil, &frameError{off: fr.off, reason: fmt.Sprintf("input ends inside a frame of %d bytes", length), partial: true}
 		}
 		return nil, err
 	}
 	if frameCRC(h[:4], p) != binary.LittleEndian.Uint32(h[4:]) {
-		return nil, &frameError{fr.off, "frame checksum mismatch", false}
+		return nil, &frameError{off: fr.off, reason: "frame checksum mismatch"}
 	}
 	fr.off += frameHeader + int64(length)
 	return p, nil
@@ -289,4 +290,117 @@ func maxVersionIn(r io.ReaderAt, from, end int64) uint64 {
 		return true
 	})
 	return top
+}
+
+// cutShort reports whether the frame at off, whose header claims a payload
+// of length bytes that the file (ending at end) does not hold, reads as a
+// write cut short: its payload's own fields, as far as they are present,
+// agree with that length. Record type, flags and cause are valid; a set's,
+// removal's or meta's fixed fields are all present and its key and value
+// lengths add up to length exactly; a batch's ops are valid and in
+// bounds up to where the file ends, before its count of ops is complete.
+//
+// A torn write of the last frame passes, whatever its value holds (the
+// bytes of a valid frame, which isTornTail would take for records after a
+// damaged one). A length field damaged in the middle of the log does not:
+// the payload after it is complete, so its fields end the record before
+// (or after) the damaged length says; only a damage that changed the
+// length and the payload's own lengths consistently could pass. A frame
+// cut inside its fixed fields is left to isTornTail.
+func cutShort(r io.ReaderAt, off, end, length int64) (bool, error) {
+	w := &window{r: r, end: end}
+	pos, stop := off+frameHeader, off+frameHeader+length
+	if stop <= end {
+		return false, nil
+	}
+	b, err := w.at(pos, int(min(end-pos, 1+setFields)))
+	if err != nil || len(b) == 0 {
+		return false, err
+	}
+	switch op := Op(b[0]); op {
+	case OpSet, OpRemove, OpMeta:
+		n, ok := opSize(op, b[1:])
+		return ok && n == length, nil
+	case OpVersions:
+		return len(b) >= 5 && 5+8*int64(binary.LittleEndian.Uint32(b[1:])) == length, nil
+	case OpBatch:
+		if len(b) < 5 {
+			return false, nil
+		}
+		count := int64(binary.LittleEndian.Uint32(b[1:]))
+		if count == 0 || (length-5)/14 < count {
+			return false, nil
+		}
+		pos += 5
+		for range count {
+			if pos >= end {
+				return true, nil // cut at an op's start
+			}
+			b, err := w.at(pos, int(min(end-pos, 1+setFields)))
+			if err != nil {
+				return false, err
+			}
+			op := Op(b[0])
+			if op != OpSet && op != OpRemove && op != OpMeta {
+				return false, nil
+			}
+			if len(b) < 1+opFields(op) {
+				return true, nil // cut inside the op's fixed fields
+			}
+			n, ok := opSize(op, b[1:])
+			if !ok || pos+n > stop {
+				return false, nil
+			}
+			if pos+n > end {
+				return true, nil // cut inside the op's key or value
+			}
+			pos += n
+		}
+		return false, nil // every op is there: the record ends before its length
+	}
+	return false, nil
+}
+
+// Fixed fields after the type byte: flags, version, deadline, key and
+// value lengths (set); cause, version, key length (remove); flags,
+// deadline, key length (meta).
+const (
+	setFields = 1 + 8 + 8 + 4 + 4
+	keyFields = 1 + 8 + 4
+)
+
+func opFields(op Op) int {
+	if op == OpSet {
+		return setFields
+	}
+	return keyFields
+}
+
+// opSize validates the fixed fields f of a set, removal or meta (f may
+// run on past them) and returns the size of its encoding: type byte,
+// fields, key and value. ok is false if f is shorter than the fields or
+// they are invalid.
+func opSize(op Op, f []byte) (n int64, ok bool) {
+	le := binary.LittleEndian
+	if len(f) < opFields(op) {
+		return 0, false
+	}
+	switch op {
+	case OpSet:
+		if f[0]&^flagPinned != 0 {
+			return 0, false
+		}
+		return 1 + setFields + int64(le.Uint32(f[17:])) + int64(le.Uint32(f[21:])), true
+	case OpRemove:
+		if c := Cause(f[0]); c < CauseDeleted || c > CauseEvicted {
+			return 0, false
+		}
+	case OpMeta:
+		if f[0]&^flagPinned != 0 {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	return 1 + keyFields + int64(le.Uint32(f[9:])), true
 }

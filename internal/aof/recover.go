@@ -147,7 +147,7 @@ func endsWithEndFrame(r io.ReaderAt, size int64) bool {
 
 // replayIncr reads an incremental log. It returns the offset after its
 // last valid frame, and the invalid frame's error, if any, with whether it
-// is a torn tail (nothing valid after it).
+// is a torn tail (a last frame cut short, or nothing valid after it).
 func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptError, torn bool, err error) {
 	size, err := f.Size()
 	if err != nil {
@@ -171,9 +171,9 @@ func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptErro
 		p, ferr := fr.next(size - off)
 		if ferr == nil {
 			if derr := decodePayload(p, &rec); derr != nil {
-				ferr = &frameError{off, derr.Error(), false}
+				ferr = &frameError{off: off, reason: derr.Error()}
 			} else if rec.Op == opEnd {
-				ferr = &frameError{off, "end marker in a log", false}
+				ferr = &frameError{off: off, reason: "end marker in a log"}
 			}
 		}
 		switch {
@@ -187,7 +187,16 @@ func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptErro
 		case !errors.As(ferr, &fe):
 			return off, nil, false, fmt.Errorf("tide: log %s: %w", name, ferr)
 		}
-		torn, err := isTornTail(f, off, size)
+		// A frame that overruns the file and agrees with its own fields is
+		// a write cut short, whatever its value holds; otherwise the tail
+		// is torn only if no valid frame follows.
+		torn := false
+		if fe.overrun > 0 {
+			torn, err = cutShort(f, off, size, fe.overrun)
+		}
+		if err == nil && !torn {
+			torn, err = isTornTail(f, off, size)
+		}
 		if err != nil {
 			return off, nil, false, fmt.Errorf("tide: log %s: %w", name, err)
 		}
