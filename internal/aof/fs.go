@@ -17,8 +17,6 @@ type FS interface {
 	Create(name string) (File, error)
 	// Open opens name for reading and writing.
 	Open(name string) (File, error)
-	// ReadFile returns the contents of name.
-	ReadFile(name string) ([]byte, error)
 	// Rename atomically replaces newname by oldname. It is durable only
 	// after SyncDir.
 	Rename(oldname, newname string) error
@@ -83,9 +81,6 @@ func (o *OS) Open(name string) (File, error) {
 	}
 	return osFile{f}, nil
 }
-
-// ReadFile implements FS.
-func (o *OS) ReadFile(name string) ([]byte, error) { return os.ReadFile(o.path(name)) }
 
 // Rename implements FS.
 func (o *OS) Rename(oldname, newname string) error {

@@ -1,7 +1,9 @@
 package aof
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 )
@@ -198,9 +200,13 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 // header). Files of ours without a manifest are an error, never data to
 // delete.
 func readManifest(fsys FS) (m manifest, fresh bool, err error) {
-	data, err := fsys.ReadFile(manifestName)
+	data, err := readManifestFile(fsys)
 	if err == nil {
 		m, err = parseManifest(data)
+		return m, false, err
+	}
+	var ce *CorruptError
+	if errors.As(err, &ce) {
 		return m, false, err
 	}
 	if !isNotExist(err) {
@@ -219,6 +225,31 @@ func readManifest(fsys FS) (m manifest, fresh bool, err error) {
 		}
 	}
 	return m, true, nil
+}
+
+// readManifestFile returns the manifest's bytes: a *CorruptError, read
+// no further, if there are more than maxManifestSize.
+func readManifestFile(fsys FS) ([]byte, error) {
+	f, err := fsys.Open(manifestName)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size > maxManifestSize {
+		return nil, &CorruptError{File: manifestName, Offset: maxManifestSize, Reason: fmt.Sprintf("%d bytes, limit %d", size, maxManifestSize)}
+	}
+	data := make([]byte, size)
+	if n, err := f.ReadAt(data, 0); n < len(data) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return data, nil
 }
 
 // createIncr creates an empty incremental log: its header, synced, and the
