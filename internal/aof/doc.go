@@ -13,7 +13,11 @@
 // replaced only atomically (temporary file, fsync, rename, directory
 // fsync), so at any instant the directory describes a complete log. Other
 // files with the log's names are debris of an interrupted step, removed by
-// Open; files with other names are left alone. While a log is open its
+// Open; files with other names are left alone. A manifest over 1 MiB (read
+// no further), or naming anything but the log's own file names, is
+// corrupt; and the log opens no symbolic link in place of its files (where
+// the platform has O_NOFOLLOW), so that a link planted in the directory
+// cannot make it write or cut a file outside it. While a log is open its
 // directory is locked (flock on LOCK; ErrLocked for a second opener), as
 // two writers would interleave their appends.
 //
