@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -54,6 +55,26 @@ const (
 	DefaultRewritePercent = 100
 	DefaultRewriteMinSize = 64 << 20
 )
+
+// Automatic rewrite backoff: after n consecutive failed automatic
+// rewrites (a full disk, a failing directory fsync) the next is not tried
+// before rewriteBackoffMin << (n-1) has passed on the engine's clock,
+// capped at rewriteBackoffMax, so that a persistent failure costs one
+// rewrite attempt (a new incremental log, a base written until it fails)
+// per cap rather than one per check. A successful rewrite, automatic or
+// Engine.Rewrite, resets it; Engine.Rewrite itself never waits.
+const (
+	rewriteBackoffMin = time.Second
+	rewriteBackoffMax = 5 * time.Minute
+)
+
+// rewriteBackoff returns the wait after n ≥ 1 consecutive failures.
+func rewriteBackoff(n int) time.Duration {
+	if n-1 >= 16 || rewriteBackoffMin<<(n-1) > rewriteBackoffMax {
+		return rewriteBackoffMax
+	}
+	return rewriteBackoffMin << (n - 1)
+}
 
 // versionBlock is how many versions a shard reserves with one durable
 // OpVersions record: a shard never hands out a version above its durable
@@ -158,8 +179,15 @@ type durable struct {
 	wg   sync.WaitGroup
 
 	rewrites  atomic.Uint64
-	rewriteMu sync.Mutex // guards lastErr
+	rewriteMu sync.Mutex // guards lastErr and the backoff
 	lastErr   error      // the last automatic rewrite's error
+	// The automatic rewrite's backoff: failures counts consecutive failed
+	// automatic rewrites (0 after a success), and the next one waits until
+	// retryAt on the engine's clock (see rewriteBackoff). failedAt is when
+	// the last one failed: a clock read before it (a clock stepped back)
+	// ends the wait rather than stretch it.
+	failures          int
+	failedAt, retryAt int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -405,8 +433,13 @@ type LogStats struct {
 	BaseBytes, IncrBytes int64
 	// Rewrites counts completed rewrites; RewriteErr is the error of the
 	// last automatic rewrite that failed, nil if the last one succeeded.
-	Rewrites   uint64
-	RewriteErr error
+	// RewriteFailures counts the automatic rewrites that failed since the
+	// last success: each doubles the wait before the next automatic
+	// attempt (from 1 s up to 5 min on the engine's clock; the log keeps
+	// its files and every acknowledged write meanwhile).
+	Rewrites        uint64
+	RewriteErr      error
+	RewriteFailures int
 	// Err is the error that failed the log (matching ErrLogFailed), after
 	// which every write fails until the engine is reopened.
 	Err error
@@ -421,7 +454,7 @@ func (e *Engine) LogStats() LogStats {
 	st := LogStats{Enabled: true, Sync: d.cfg.Sync, Rewrites: d.rewrites.Load()}
 	st.BaseBytes, st.IncrBytes = d.log.Size()
 	d.rewriteMu.Lock()
-	st.RewriteErr = d.lastErr
+	st.RewriteErr, st.RewriteFailures = d.lastErr, d.failures
 	d.rewriteMu.Unlock()
 	if err := d.log.Err(); err != nil {
 		st.Err = fmt.Errorf("%w: %w", ErrLogFailed, err)
@@ -435,7 +468,8 @@ func (e *Engine) LogStats() LogStats {
 // supersedes. Every step is crash-safe (see docs/DURABILITY.md). Errors:
 // ErrNoLog without a log, ErrRewriteBusy while another rewrite runs,
 // ErrClosed, and I/O errors (the log keeps its old files and stays
-// usable).
+// usable). It does not wait for the automatic rewrites' backoff, and its
+// success resets it.
 func (e *Engine) Rewrite() error {
 	if e.dur == nil {
 		return ErrNoLog
@@ -447,6 +481,9 @@ func (e *Engine) Rewrite() error {
 	switch {
 	case err == nil:
 		e.dur.rewrites.Add(1)
+		e.dur.rewriteMu.Lock()
+		e.dur.failures, e.dur.retryAt = 0, 0
+		e.dur.rewriteMu.Unlock()
 		return nil
 	case errors.Is(err, aof.ErrBusy):
 		return ErrRewriteBusy
@@ -457,7 +494,8 @@ func (e *Engine) Rewrite() error {
 }
 
 // rewriteLoop is the rewrite goroutine, owned by the engine: it rewrites
-// the log when it outgrows the thresholds, until Close.
+// the log when it outgrows the thresholds and no failure's backoff is
+// running, until Close.
 func (e *Engine) rewriteLoop() {
 	d := e.dur
 	defer d.wg.Done()
@@ -470,7 +508,7 @@ func (e *Engine) rewriteLoop() {
 		case <-t.C:
 		case <-d.kick:
 		}
-		if !d.rewriteDue(d.log.Size()) {
+		if !d.rewriteDue(d.log.Size()) || d.backingOff(e.clock.Now()) {
 			continue
 		}
 		err := e.Rewrite()
@@ -479,8 +517,25 @@ func (e *Engine) rewriteLoop() {
 		}
 		d.rewriteMu.Lock()
 		d.lastErr = err
+		if err != nil {
+			d.failures++
+			d.failedAt = e.clock.Now()
+			if wait := int64(rewriteBackoff(d.failures)); d.failedAt > math.MaxInt64-wait {
+				d.retryAt = math.MaxInt64
+			} else {
+				d.retryAt = d.failedAt + wait
+			}
+		}
 		d.rewriteMu.Unlock()
 	}
+}
+
+// backingOff reports whether the automatic rewrite waits at now for the
+// backoff of a failure.
+func (d *durable) backingOff(now int64) bool {
+	d.rewriteMu.Lock()
+	defer d.rewriteMu.Unlock()
+	return d.failures > 0 && now < d.retryAt && now >= d.failedAt
 }
 
 // rewriteDue reports whether a log of base and incr bytes passes the

@@ -13,7 +13,11 @@
 // replaced only atomically (temporary file, fsync, rename, directory
 // fsync), so at any instant the directory describes a complete log. Other
 // files with the log's names are debris of an interrupted step, removed by
-// Open; files with other names are left alone. While a log is open its
+// Open; files with other names are left alone. A manifest over 1 MiB (read
+// no further), or naming anything but the log's own file names, is
+// corrupt; and the log opens no symbolic link in place of its files (where
+// the platform has O_NOFOLLOW), so that a link planted in the directory
+// cannot make it write or cut a file outside it. While a log is open its
 // directory is locked (flock on LOCK; ErrLocked for a second opener), as
 // two writers would interleave their appends.
 //
@@ -85,18 +89,30 @@
 //
 // Open replays the base and the incremental logs in order. A frame that is
 // invalid (bad length or checksum, undecodable) at the end of the last
-// incremental log, with no valid frame anywhere after it, is a torn tail
-// (a partial write, a zero-filled or garbage extent a crash left): it is
-// cut off and counted in Recovery.TornBytes. An invalid frame followed by
-// a valid one is corruption: Open fails with a *CorruptError naming the
-// file and offset (errors.Is ErrCorrupt), or, with Config.TruncateCorrupt,
-// cuts the log there, discards the later incremental logs and reports
-// what it discarded. Damage to the base or the manifest is always an
-// error: they were complete and synced before they were used. One torn
-// tail is not recognised: a write cut inside a value that itself holds the
-// bytes of a valid frame looks like corruption, and Open refuses it unless
-// Config.TruncateCorrupt (which cuts it, losing nothing acknowledged)
-// (TestTornTailWithAFrameInsideItsValue).
+// incremental log is a torn tail (a partial write, a zero-filled or
+// garbage extent a crash left) if no valid frame starts anywhere after it,
+// or if it is a write cut short: its length runs past the end of the file
+// and agrees with its payload's own fields as far as they are present
+// (record type, flags, key and value lengths, a batch's count and ops), so
+// that whatever follows its start, even the bytes of a valid frame stored
+// in a value, is the write the crash cut (TestTornTailWithAFrameInsideItsValue).
+// A torn tail is cut off and counted in Recovery.TornBytes. Any other
+// invalid frame followed by a valid one is corruption: Open fails with a
+// *CorruptError naming the file and offset (errors.Is ErrCorrupt), or,
+// with Config.TruncateCorrupt, cuts the log there, discards the later
+// incremental logs and reports what it discarded. A length field damaged
+// in the middle of the log does not pass for a cut write: the payload
+// after it is complete, and its fields end the record where the old length
+// did (TestCutShortFrames). Damage to the base or the manifest is always an
+// error: they were complete and synced before they were used.
+//
+// Damage costs Open no memory: a frame's length is checked against
+// MaxRecordSize and the bytes left in its file before anything is read, a
+// frame is held in memory whole only once its checksum (computed in
+// pieces) matches, and the scans past a damaged frame read through a
+// bounded window. So Open allocates in proportion to the valid records it
+// reads, never to what a damaged or crafted length field claims nor to the
+// size of a damaged file.
 //
 // Recovery delivers records as written and then, for every key the replay
 // left with a deadline at or before the now it was given, an OpRemove with

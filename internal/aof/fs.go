@@ -17,8 +17,6 @@ type FS interface {
 	Create(name string) (File, error)
 	// Open opens name for reading and writing.
 	Open(name string) (File, error)
-	// ReadFile returns the contents of name.
-	ReadFile(name string) ([]byte, error)
 	// Rename atomically replaces newname by oldname. It is durable only
 	// after SyncDir.
 	Rename(oldname, newname string) error
@@ -49,7 +47,10 @@ type File interface {
 	Close() error
 }
 
-// OS is an FS over a real directory. Create it with NewOS.
+// OS is an FS over a real directory. Create it with NewOS. It does not
+// follow a symbolic link in place of a file (O_NOFOLLOW where the platform
+// has it): a link planted in the directory must not make the log read,
+// truncate or write a file outside it.
 type OS struct {
 	dir string
 }
@@ -68,7 +69,7 @@ func (o *OS) path(name string) string { return filepath.Join(o.dir, name) }
 
 // Create implements FS.
 func (o *OS) Create(name string) (File, error) {
-	f, err := os.OpenFile(o.path(name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(o.path(name), os.O_RDWR|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -77,15 +78,12 @@ func (o *OS) Create(name string) (File, error) {
 
 // Open implements FS.
 func (o *OS) Open(name string) (File, error) {
-	f, err := os.OpenFile(o.path(name), os.O_RDWR, 0)
+	f, err := os.OpenFile(o.path(name), os.O_RDWR|noFollow, 0)
 	if err != nil {
 		return nil, err
 	}
 	return osFile{f}, nil
 }
-
-// ReadFile implements FS.
-func (o *OS) ReadFile(name string) ([]byte, error) { return os.ReadFile(o.path(name)) }
 
 // Rename implements FS.
 func (o *OS) Rename(oldname, newname string) error {

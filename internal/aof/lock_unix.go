@@ -13,10 +13,13 @@ import (
 // lockName is the file whose flock guards the directory. It holds no data.
 const lockName = "LOCK"
 
+// noFollow makes an open fail on a symbolic link.
+const noFollow = syscall.O_NOFOLLOW
+
 // Lock implements FS with flock(2) on dir/LOCK: released by the kernel when
 // the process dies, so a crash never leaves the directory locked.
 func (o *OS) Lock() (func() error, error) {
-	f, err := os.OpenFile(filepath.Join(o.dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(o.dir, lockName), os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return nil, err
 	}

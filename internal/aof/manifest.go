@@ -27,6 +27,16 @@ const (
 	manifestHead = "tide-manifest 1\n"
 )
 
+// maxManifestSize bounds a manifest: a longer one is corrupt and never
+// read into memory, and a rewrite that would write one fails instead.
+// A manifest grows by 25 bytes per incremental log, and only a rewrite
+// that failed after its switch leaves one more: 1 MiB is some 40,000 of
+// them.
+const maxManifestSize = 1 << 20
+
+// maxFileSeq is the highest file number: names have room for ten digits.
+const maxFileSeq = 9_999_999_999
+
 // manifest lists the log's files in replay order: at most one base, then
 // one or more incremental logs; appends go to the last one.
 type manifest struct {
@@ -95,9 +105,9 @@ func parseManifest(data []byte) (manifest, error) {
 		return bad(i+1, "checksum %08x, want %08x", got, want)
 	}
 	off := len(manifestHead)
-	lines := strings.Split(string(body[off:len(body)-1]), "\n")
-	if len(body) == off {
-		lines = nil
+	var lines []string
+	if len(body) > off {
+		lines = strings.Split(string(body[off:len(body)-1]), "\n")
 	}
 	var prev uint64
 	for _, line := range lines {
@@ -165,6 +175,10 @@ func writeManifest(fsys FS, m manifest) error {
 		return fmt.Errorf("tide: log manifest: %w", err)
 	}
 	data := m.encode()
+	if len(data) > maxManifestSize {
+		f.Close()
+		return fmt.Errorf("tide: log manifest: %d bytes, limit %d: too many incremental logs", len(data), maxManifestSize)
+	}
 	n, err := f.WriteAt(data, 0)
 	if err == nil && n < len(data) {
 		err = errShortWrite

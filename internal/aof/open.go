@@ -146,14 +146,9 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 			// The records the cut discards handed out versions that
 			// callers hold: keep them out of reach (best effort: a version
 			// only in a damaged frame is lost with it).
-			rest := make([]byte, size-end)
-			if _, rerr := f.ReadAt(rest, end); rerr == nil || errors.Is(rerr, io.EOF) {
-				rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(rest, 1))
-			}
+			rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(f, end+1, size))
 			for _, s := range man.incrs[i+1:] {
-				if data, rerr := fsys.ReadFile(incrName(s)); rerr == nil {
-					rep.MaxVersion = max(rep.MaxVersion, maxVersionIn(data, fileHeader))
-				}
+				rep.MaxVersion = max(rep.MaxVersion, maxVersionInFile(fsys, incrName(s)))
 			}
 		}
 		if err == nil && bad != nil {
@@ -205,9 +200,13 @@ func open(cfg Config, fsys FS, now int64, apply func(*Record) error) (*Log, Reco
 // header). Files of ours without a manifest are an error, never data to
 // delete.
 func readManifest(fsys FS) (m manifest, fresh bool, err error) {
-	data, err := fsys.ReadFile(manifestName)
+	data, err := readManifestFile(fsys)
 	if err == nil {
 		m, err = parseManifest(data)
+		return m, false, err
+	}
+	var ce *CorruptError
+	if errors.As(err, &ce) {
 		return m, false, err
 	}
 	if !isNotExist(err) {
@@ -226,6 +225,31 @@ func readManifest(fsys FS) (m manifest, fresh bool, err error) {
 		}
 	}
 	return m, true, nil
+}
+
+// readManifestFile returns the manifest's bytes: a *CorruptError, read
+// no further, if there are more than maxManifestSize.
+func readManifestFile(fsys FS) ([]byte, error) {
+	f, err := fsys.Open(manifestName)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size > maxManifestSize {
+		return nil, &CorruptError{File: manifestName, Offset: maxManifestSize, Reason: fmt.Sprintf("%d bytes, limit %d", size, maxManifestSize)}
+	}
+	data := make([]byte, size)
+	if n, err := f.ReadAt(data, 0); n < len(data) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return data, nil
 }
 
 // createIncr creates an empty incremental log: its header, synced, and the
@@ -280,6 +304,21 @@ func headersOnly(fsys FS, seqs []uint64) bool {
 		}
 	}
 	return true
+}
+
+// maxVersionInFile is maxVersionIn over a whole incremental log, 0 if it
+// cannot be read.
+func maxVersionInFile(fsys FS, name string) uint64 {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0
+	}
+	return maxVersionIn(f, fileHeader, size)
 }
 
 func fileSize(fsys FS, name string) (int64, error) {

@@ -122,7 +122,7 @@ func (rp *replayer) replayBase(fsys FS, name string, hint func(int64)) error {
 	if hint != nil && endsWithEndFrame(f, size) {
 		hint(size)
 	}
-	_, err = readSnapshot(io.NewSectionReader(f, 0, size), name, size, rp.deliver)
+	_, err = readSnapshot(io.NewSectionReader(f, 0, size), f, name, size, rp.deliver)
 	return err
 }
 
@@ -147,7 +147,7 @@ func endsWithEndFrame(r io.ReaderAt, size int64) bool {
 
 // replayIncr reads an incremental log. It returns the offset after its
 // last valid frame, and the invalid frame's error, if any, with whether it
-// is a torn tail (nothing valid after it).
+// is a torn tail (a last frame cut short, or nothing valid after it).
 func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptError, torn bool, err error) {
 	size, err := f.Size()
 	if err != nil {
@@ -163,7 +163,7 @@ func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptErro
 		errors.As(herr, &ce)
 		return 0, ce, false, nil
 	}
-	fr := newFrameReader(io.NewSectionReader(f, fileHeader, size-fileHeader), fileHeader)
+	fr := newFrameReader(io.NewSectionReader(f, fileHeader, size-fileHeader), f, fileHeader)
 	var rec Record
 	var fe *frameError // outside the loop: errors.As makes it escape
 	for {
@@ -171,9 +171,9 @@ func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptErro
 		p, ferr := fr.next(size - off)
 		if ferr == nil {
 			if derr := decodePayload(p, &rec); derr != nil {
-				ferr = &frameError{off, derr.Error(), false}
+				ferr = &frameError{off: off, reason: derr.Error()}
 			} else if rec.Op == opEnd {
-				ferr = &frameError{off, "end marker in a log", false}
+				ferr = &frameError{off: off, reason: "end marker in a log"}
 			}
 		}
 		switch {
@@ -187,10 +187,19 @@ func (rp *replayer) replayIncr(f File, name string) (end int64, bad *CorruptErro
 		case !errors.As(ferr, &fe):
 			return off, nil, false, fmt.Errorf("tide: log %s: %w", name, ferr)
 		}
-		rest := make([]byte, size-off)
-		if _, err := f.ReadAt(rest, off); err != nil && !errors.Is(err, io.EOF) {
+		// A frame that overruns the file and agrees with its own fields is
+		// a write cut short, whatever its value holds; otherwise the tail
+		// is torn only if no valid frame follows.
+		torn := false
+		if fe.overrun > 0 {
+			torn, err = cutShort(f, off, size, fe.overrun)
+		}
+		if err == nil && !torn {
+			torn, err = isTornTail(f, off, size)
+		}
+		if err != nil {
 			return off, nil, false, fmt.Errorf("tide: log %s: %w", name, err)
 		}
-		return off, &CorruptError{File: name, Offset: off, Reason: fe.reason, Truncated: fe.partial}, isTornTail(rest), nil
+		return off, &CorruptError{File: name, Offset: off, Reason: fe.reason, Truncated: fe.partial}, torn, nil
 	}
 }

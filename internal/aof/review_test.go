@@ -1,6 +1,7 @@
 package aof_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"runtime"
 	"strings"
@@ -300,12 +301,12 @@ func TestTruncateCorruptKeepsTheVersionsItDiscards(t *testing.T) {
 // TestTornTailWithAFrameInsideItsValue: a write cut by a crash (a short
 // write at kill -9, a prefix at power loss) leaves a partial frame; if the
 // value being written holds the bytes of a valid frame (a user may store
-// anything), the torn tail contains "a valid frame after an invalid one"
-// and Open refuses the log as corrupt (ErrCorrupt) instead of cutting the
-// tail: the process cannot restart without TruncateCorrupt, though nothing
-// acknowledged was damaged. Known limitation, not fixed: telling this
-// apart from a corrupted length field in the middle of the log (whose
-// valid successors must not be dropped silently) needs a format change.
+// anything), the torn tail contains "a valid frame after an invalid one".
+// Open must still cut it as a torn tail, not refuse the log as corrupt:
+// nothing acknowledged was damaged, and the process must restart without
+// TruncateCorrupt. (It used to be refused: the frame's length, which runs
+// past the end of the file and agrees with the key and value lengths in
+// its payload, now tells the cut apart from a damaged length field.)
 func TestTornTailWithAFrameInsideItsValue(t *testing.T) {
 	fsys := faultfs.New()
 	l, _, err := aof.Open(aof.Config{FS: fsys, Sync: aof.SyncAlways}, 0, state{}.apply)
@@ -328,11 +329,117 @@ func TestTornTailWithAFrameInsideItsValue(t *testing.T) {
 	got := state{}
 	l2, rep, err := aof.Open(aof.Config{FS: fsys}, 0, got.apply)
 	if err != nil {
-		t.Skipf("known limitation: a torn write whose value holds a valid frame is refused: %v", err)
+		t.Fatalf("Open of a log whose last write, holding a valid frame in its value, was cut: %v; want the torn tail cut", err)
 	}
 	l2.Close()
 	if rep.TornBytes == 0 {
 		t.Errorf("TornBytes = 0, want the cut write")
 	}
 	got.equal(t, state{"a": *set("a", "1", 1)})
+}
+
+// TestCutShortFrames: the same for the other ways a cut write can hold a
+// valid frame (in a batch's op, cut there or in a later op, zeros after a
+// cut), and the damage that must still be corruption: a length field
+// changed in the middle of the log so that the frame overruns the file,
+// with valid frames (in its value and after it) in its claimed payload.
+func TestCutShortFrames(t *testing.T) {
+	inner, err := aof.AppendFrame(nil, set("x", "y", 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holding := append(append([]byte(nil), inner...), make([]byte, 100)...)
+	big := &aof.Record{Op: aof.OpSet, Key: "b", Value: holding, Version: 2}
+	batch := &aof.Record{Op: aof.OpBatch, Batch: []aof.Record{
+		{Op: aof.OpSet, Key: "b1", Value: holding, Version: 2},
+		{Op: aof.OpRemove, Key: "zz", Version: 1, Cause: aof.CauseDeleted},
+		{Op: aof.OpSet, Key: "b2", Value: []byte("tail value"), Version: 3},
+	}}
+	after := []*aof.Record{set("c", "3", 4), set("d", "4", 5)}
+	frame := func(r *aof.Record) []byte {
+		b, err := aof.AppendFrame(nil, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	bigLen, batchLen := len(frame(big)), len(frame(batch))
+	tests := []struct {
+		name    string
+		recs    []*aof.Record                    // after "a"
+		damage  func(b []byte, start int) []byte // start: offset of recs[0]
+		corrupt bool
+	}{
+		{"batch cut inside its first op", []*aof.Record{batch}, func(b []byte, start int) []byte {
+			return b[:start+8+5+len(inner)+60]
+		}, false},
+		{"batch cut inside a later op's fields", []*aof.Record{batch}, func(b []byte, start int) []byte {
+			return b[:len(b)-len("tail value")-20]
+		}, false},
+		{"batch cut inside its last value", []*aof.Record{batch}, func(b []byte, start int) []byte {
+			return b[:len(b)-3]
+		}, false},
+		{"cut, zeros after", []*aof.Record{big}, func(b []byte, start int) []byte {
+			b = b[:start+bigLen-50]
+			return append(b, make([]byte, 30)...)
+		}, false},
+		{"length damaged, frames after", append([]*aof.Record{big}, after...), func(b []byte, start int) []byte {
+			b[start+3] ^= 0x40
+			return b
+		}, true},
+		{"length of the last record damaged, frame in its value", []*aof.Record{big}, func(b []byte, start int) []byte {
+			b[start+2] ^= 0x01
+			return b
+		}, true},
+		{"batch length damaged, frames after", append([]*aof.Record{batch}, after...), func(b []byte, start int) []byte {
+			b[start+3] ^= 0x01
+			return b
+		}, true},
+		{"batch length damaged by a little, frames after", append([]*aof.Record{batch}, after...), func(b []byte, start int) []byte {
+			n := binary.LittleEndian.Uint32(b[start:])
+			binary.LittleEndian.PutUint32(b[start:], n+uint32(len(b)-start-batchLen)+1) // one byte past the end
+			return b
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := faultfs.New()
+			l, _, err := aof.Open(aof.Config{FS: fsys, Sync: aof.SyncAlways}, 0, state{}.apply)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Append(set("a", "1", 1)); err != nil {
+				t.Fatal(err)
+			}
+			start := 16 + len(frame(set("a", "1", 1)))
+			for _, r := range tt.recs {
+				if err := l.Append(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.Close()
+			b, _ := fsys.Contents(firstIncr)
+			fsys.SetContents(firstIncr, tt.damage(b, start))
+			got := state{}
+			l2, rep, err := aof.Open(aof.Config{FS: fsys}, 0, got.apply)
+			if tt.corrupt {
+				if err == nil {
+					l2.Close()
+					t.Fatalf("Open = nil (torn %d bytes), want ErrCorrupt: the records after the damage would be dropped", rep.TornBytes)
+				}
+				if !errors.Is(err, aof.ErrCorrupt) {
+					t.Fatalf("Open = %v, want ErrCorrupt", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open = %v, want the cut write cut as a torn tail", err)
+			}
+			l2.Close()
+			if rep.TornBytes == 0 {
+				t.Errorf("TornBytes = 0, want the cut write")
+			}
+			got.equal(t, state{"a": *set("a", "1", 1)})
+		})
+	}
 }

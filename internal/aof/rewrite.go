@@ -57,6 +57,9 @@ func (l *Log) Rewrite(src Source) (RewriteStats, error) {
 	// 1. Switch.
 	// File numbers are never reused: a failed step may have left a
 	// manifest on disk that names a file this process no longer uses.
+	if l.seq > maxFileSeq-2 {
+		return st, fmt.Errorf("tide: log rewrite: file numbers exhausted (the last is %d)", l.seq)
+	}
 	l.seq++
 	seq := l.seq
 	if err := createIncr(l.fsys, seq); err != nil {

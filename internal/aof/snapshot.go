@@ -118,13 +118,14 @@ func appendRawFrame(dst, payload []byte) []byte {
 // what fn applied. Entries whose deadline has passed are delivered too
 // (Record.Due tells them).
 func ReadSnapshot(r io.Reader, fn func(*Record) error) error {
-	_, err := readSnapshot(r, "", -1, fn)
+	_, err := readSnapshot(r, nil, "", -1, fn)
 	return err
 }
 
-// readSnapshot is ReadSnapshot for a named file (file, size) or a stream
-// (size < 0). It returns the number of records delivered.
-func readSnapshot(r io.Reader, file string, size int64, fn func(*Record) error) (int, error) {
+// readSnapshot is ReadSnapshot for a named file (file, size, and ra
+// reading the same bytes as r by offset) or a stream (size < 0, ra nil).
+// It returns the number of records delivered.
+func readSnapshot(r io.Reader, ra io.ReaderAt, file string, size int64, fn func(*Record) error) (int, error) {
 	var h [fileHeader]byte
 	if n, err := io.ReadFull(r, h[:]); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -136,7 +137,7 @@ func readSnapshot(r io.Reader, file string, size int64, fn func(*Record) error) 
 		return 0, err
 	}
 	crc := crc32.Checksum(h[:], castagnoli)
-	fr := newFrameReader(r, fileHeader)
+	fr := newFrameReader(r, ra, fileHeader)
 	var count uint64
 	var rec Record
 	for {

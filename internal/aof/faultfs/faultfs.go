@@ -273,7 +273,7 @@ func (f *FS) Open(name string) (aof.File, error) {
 	return &file{fs: f, ino: ino, name: name}, nil
 }
 
-// ReadFile implements aof.FS.
+// ReadFile returns a copy of name's data (an OpReadFile, through the hook).
 func (f *FS) ReadFile(name string) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
