@@ -331,7 +331,11 @@ probing:
 		if int(kl) != len(key) {
 			continue
 		}
-		if uint64(off)+uint64(recSize(int(kl), int(vl), kw>>24)) > uint64(len(p.arena)) {
+		// The record's layout follows its flags (keyAt, valueAt), and
+		// lengths read from a compact meta word fit a compact header, so
+		// the header's length by the flags alone bounds it (recSize also
+		// asks widthFlag, for writers' lengths).
+		if uint64(off)+uint64(hdrLen(kw>>24))+uint64(pad8(kl))+uint64(pad8(vl)) > uint64(len(p.arena)) {
 			return nil, 0, 0, 0, 0, peekRetry
 		}
 		// Is the key at keyAt (8-byte aligned, padded to 8) key? Its

@@ -126,7 +126,7 @@ const (
 // fields' places in a word do not depend on the machine's byte order.
 //
 //	word 0 (hdrVersion): the version
-//	word 1 (hdrMeta):    slot (bits 0–31) | vlen (32–47) | klen (48–55) | flags (56–63)
+//	word 1 (hdrMeta):    slot (bits 0–31) | klen (32–39) | vlen (40–55) | flags (56–63)
 //	word 2 (hdrWide):    with flagWide only: vlen (0–31) | klen (32–55);
 //	                     the meta word's length fields are then 0
 //	then, with flagDeadline only, the deadline (int64, engine-clock ns;
@@ -141,7 +141,7 @@ const (
 // word of their own.
 const (
 	hdrVersion      = 0  // uint64
-	hdrMeta         = 8  // uint64: slot | vlen << 32 | klen << 48 | flags << 56
+	hdrMeta         = 8  // uint64: slot | klen << 32 | vlen << 40 | flags << 56
 	hdrWide         = 16 // uint64 with flagWide: vlen | klen << 32
 	hdrSize         = 16 // a compact header without a deadline word
 	maxKeyLen       = 1<<24 - 1
@@ -158,21 +158,26 @@ func widthFlag[T ~int | ~uint32](klen, vlen T) uint32 {
 	return 0
 }
 
-// hdrLen is the header length of a record with the given flags: 16, 8
-// more with flagWide, 8 more with flagDeadline.
-func hdrLen(flags uint32) uint32 {
-	return hdrSize + (flags/flagWide&1)*8 + (flags/flagDeadline&1)*8
-}
+// hdrLens[flags>>3&3] is the header length of a record with the given
+// flags: 16, 8 more with flagWide, 8 more with flagDeadline (flagDeadline
+// and flagWide are bits 3 and 4).
+var hdrLens = [4]uint32{hdrSize, hdrSize + 8, hdrSize + 8, hdrSize + 16}
+
+// hdrLen is the header length of a record with the given flags.
+func hdrLen(flags uint32) uint32 { return hdrLens[flags>>3&3] }
 
 // deadlineOff is the offset of the deadline word from a record's start
 // (with flagDeadline only): the end of the header without it.
-func deadlineOff(flags uint32) uint32 { return hdrSize + (flags/flagWide&1)*8 }
+func deadlineOff(flags uint32) uint32 { return hdrLens[flags>>3&2] }
 
 // metaKW decodes a compact meta word m into the key length and flags word
 // (klen | flags << 24) and the value length; ok is false if m has
-// flagWide (the lengths are then in the hdrWide word: wideKW).
+// flagWide (the lengths are then in the hdrWide word: wideKW). The meta
+// word's upper half is klen | vlen << 8 | flags << 24, so kw is that half
+// without vlen.
 func metaKW(m uint64) (kw, vl uint32, ok bool) {
-	return uint32(m>>48)&compactMaxKey | uint32(m>>56)<<24, uint32(m>>32) & compactMaxValue, m>>56&flagWide == 0
+	hi := uint32(m >> 32)
+	return hi &^ (compactMaxValue << 8), hi >> 8 & compactMaxValue, hi>>24&flagWide == 0
 }
 
 // wideKW decodes a meta word m with flagWide and its hdrWide word w.
@@ -244,7 +249,7 @@ func (en entry) setVersion(v uint64) {
 // set meanwhile may be lost, but the View then fails its validation.
 func (en entry) setVlen(n uint32) {
 	if m := en.meta(); m>>56&flagWide == 0 {
-		atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrMeta), m&^(compactMaxValue<<32)|uint64(n)<<32)
+		atomic.StoreUint64(hdr64(en.s.arena, en.off+hdrMeta), m&^(compactMaxValue<<40)|uint64(n)<<40)
 	} else {
 		p := hdr64(en.s.arena, en.off+hdrWide)
 		atomic.StoreUint64(p, atomic.LoadUint64(p)&^(1<<32-1)|uint64(n))
@@ -275,7 +280,7 @@ func putHeader(arena []byte, off uint32, version uint64, deadline int64, vlen, k
 	flags = flags&^flagWide | widthFlag(klen, vlen)
 	atomic.StoreUint64(hdr64(arena, off+hdrVersion), version)
 	if flags&flagWide == 0 {
-		atomic.StoreUint64(hdr64(arena, off+hdrMeta), uint64(slot)|uint64(vlen)<<32|uint64(klen)<<48|uint64(flags)<<56)
+		atomic.StoreUint64(hdr64(arena, off+hdrMeta), uint64(slot)|uint64(klen)<<32|uint64(vlen)<<40|uint64(flags)<<56)
 	} else {
 		atomic.StoreUint64(hdr64(arena, off+hdrMeta), uint64(slot)|uint64(flags)<<56)
 		atomic.StoreUint64(hdr64(arena, off+hdrWide), uint64(vlen)|uint64(klen)<<32)
