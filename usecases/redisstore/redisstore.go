@@ -342,9 +342,9 @@ func us(n int64) time.Duration { return scale(n, time.Microsecond) }
 func ms(p int64) time.Duration { return scale(p, time.Millisecond) }
 
 // scale returns n units, saturating at the longest (and the most
-// negative) Duration: a TTL of up to math.MaxInt64 ns, rounded up to whole
-// milliseconds by msArg, is more than a Duration holds, and must not wrap
-// to a negative one.
+// negative) Duration: the backend writes no TTL over store.MaxTTL, but a
+// key's PTTL set by something else (PEXPIRE by hand) may be more than a
+// Duration holds, and must not wrap to a negative one.
 func scale(n int64, unit time.Duration) time.Duration {
 	switch {
 	case n > math.MaxInt64/int64(unit):

@@ -56,16 +56,19 @@
 // skip the write) before it calls the store. One rule for every duration
 // the seam takes:
 //
-//	TTL argument                         > 0            NoTTL        0, other < 0
+//	TTL argument                         1ns..MaxTTL    NoTTL        0, other < 0, > MaxTTL
 //	SetOptions.TTL                       expire after   no TTL       ErrInvalidArgument (and ErrInvalidTTL)
 //	Lease.TTL (acquire, renew)           expire after   invalid      ErrInvalidArgument
 //	Idempotency.Lease, Retention (claim) expire after   invalid      ErrInvalidArgument
 //	FixedWindow, SlidingWindow.Window    window         invalid      ErrInvalidArgument
 //	TokenBucket.Interval                 refill step    invalid      ErrInvalidArgument
+//	TokenBucket.Capacity × Interval      horizon        -            ErrInvalidArgument if > MaxTTL
 //
-// A refused call changes nothing. The smallest TTL, 1 ns, is a TTL: a
-// backend with a coarser granularity rounds it up (Redis: to 1 ms), never
-// down to 0.
+// A refused call changes nothing. The bounds are the same on every backend
+// (the methods' Validate checks them): MaxTTL is accepted, MaxTTL+1ns is
+// not, on the embedded engine and on Redis alike. The smallest TTL, 1 ns,
+// is a TTL: a backend with a coarser granularity rounds it up (Redis: to
+// 1 ms), never down to 0.
 //
 // # Pinning and eviction
 //
@@ -106,10 +109,13 @@ import (
 // (SetOptions.TTL). It equals engine.NoTTL. See "TTLs" for the rule.
 const NoTTL time.Duration = -1
 
-// MaxTTL is the longest TTL adapters ask of a backend, and every backend
-// must accept: 100 years (the engine's deadlines are int64 nanoseconds
-// since 1970 and end in 2262). Adapters refuse, at construction, durations
-// that would need a longer one.
+// MaxTTL is the longest duration the seam takes: 100 years (the engine's
+// deadlines are int64 nanoseconds since 1970 and end in 2262). Every
+// backend accepts every TTL, window, interval and token bucket horizon up
+// to it, and refuses every longer one with ErrInvalidArgument (see "TTLs"),
+// whatever its clock or its arithmetic, so that a call has one answer on
+// every backend. Adapters refuse, at construction, durations that would
+// need a longer one.
 const MaxTTL = 100 * 365 * 24 * time.Hour
 
 // Item is a value with its metadata, as returned by Backend.Get.
@@ -131,9 +137,9 @@ type Item struct {
 // A write always sets the key's TTL: to TTL if positive, to none if NoTTL.
 type SetOptions struct {
 	// TTL, if positive, makes the key expire TTL from now (store time);
-	// NoTTL makes it never expire. 0 and every other negative are
-	// ErrInvalidArgument (also matching ErrInvalidTTL), with nothing
-	// written.
+	// NoTTL makes it never expire. 0, every other negative and anything
+	// over MaxTTL are ErrInvalidArgument (also matching ErrInvalidTTL),
+	// with nothing written.
 	TTL time.Duration
 	// IfAbsent makes the write happen only if the key does not exist.
 	IfAbsent bool
@@ -146,12 +152,12 @@ type SetOptions struct {
 }
 
 // Validate reports options Set must refuse, changing nothing: a TTL that
-// is neither positive nor NoTTL (an error wrapping both ErrInvalidArgument
-// and ErrInvalidTTL), or IfAbsent with IfVersion (ErrInvalidOptions). A
-// backend's Set starts with it.
+// is neither in 1ns..MaxTTL nor NoTTL (an error wrapping both
+// ErrInvalidArgument and ErrInvalidTTL), or IfAbsent with IfVersion
+// (ErrInvalidOptions). A backend's Set starts with it.
 func (o SetOptions) Validate() error {
-	if o.TTL <= 0 && o.TTL != NoTTL {
-		return fmt.Errorf("%w: %w: %v (want > 0, or NoTTL for no expiry)", ErrInvalidArgument, ErrInvalidTTL, o.TTL)
+	if (o.TTL <= 0 || o.TTL > MaxTTL) && o.TTL != NoTTL {
+		return fmt.Errorf("%w: %w: %v (want 0 < TTL ≤ %v, or NoTTL for no expiry)", ErrInvalidArgument, ErrInvalidTTL, o.TTL, MaxTTL)
 	}
 	if o.IfAbsent && o.IfVersion != 0 {
 		return fmt.Errorf("%w: IfAbsent with IfVersion %d", ErrInvalidOptions, o.IfVersion)

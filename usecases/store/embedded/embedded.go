@@ -12,12 +12,13 @@
 // Time comes from the engine's clock (Engine.Clock), or from the clock
 // given in Config, which must then be the same one.
 //
-// Limits (store's "each backend documents its limits"): deadlines are
-// int64 nanoseconds since 1970, which end in 2262. A TTL, window, lease,
-// retention or token bucket horizon (Capacity × Interval) that would end
-// past that is store.ErrInvalidArgument (for a TTL, also
-// store.ErrInvalidTTL), with nothing changed. Every duration up to
-// store.MaxTTL is accepted.
+// Limits (store's "each backend documents its limits"): a TTL, window,
+// lease, retention or token bucket horizon (Capacity × Interval) is
+// accepted up to store.MaxTTL and refused beyond it, as on every backend
+// (store.ErrInvalidArgument; for a TTL, also store.ErrInvalidTTL; nothing
+// changed). Deadlines are int64 nanoseconds since 1970, which end in 2262:
+// on a clock past 2162 (a manual one), a duration up to MaxTTL whose
+// deadline would end past that is refused the same way.
 package embedded
 
 import (
