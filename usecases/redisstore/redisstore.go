@@ -94,8 +94,12 @@ type Config struct {
 	// failover (Sentinel) client or a *redis.ClusterClient. Required. The
 	// Backend does not close it.
 	Client redis.UniversalClient
-	// Prefix is prepended to every key (a namespace, so that several
-	// applications can share one server). It must not contain '{'.
+	// Prefix scopes the Backend: it is prepended to every key, the
+	// version counters' included, so that Backends with different
+	// prefixes on one server never reach each other's keys (store package
+	// doc, "Scopes": a name followed by one ':', with no other ':' and no
+	// '{', "billing:"; store.ValidatePrefix, else New returns
+	// store.ErrInvalidArgument). "" means no scope: the whole server.
 	Prefix string
 	// MaxKeyLen bounds the length of a key (without Prefix); longer is
 	// store.ErrKeyTooLarge. 0 means DefaultMaxKeyLen.
@@ -116,13 +120,13 @@ var _ store.Backend = (*Backend)(nil)
 
 // New returns a Backend on cfg.Client. It does not contact the server; call
 // Check for that. A nil Client (a nil interface, or one holding a nil
-// pointer) is store.ErrInvalidArgument.
+// pointer) or an invalid Prefix is store.ErrInvalidArgument.
 func New(cfg Config) (*Backend, error) {
 	if v := reflect.ValueOf(cfg.Client); cfg.Client == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("%w: redisstore.Config.Client is nil", store.ErrInvalidArgument)
 	}
-	if strings.Contains(cfg.Prefix, "{") {
-		return nil, fmt.Errorf("%w: redisstore.Config.Prefix %q contains '{' (it would change every key's hash slot)", store.ErrInvalidArgument, cfg.Prefix)
+	if err := store.ValidatePrefix(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("redisstore.Config.Prefix: %w", err)
 	}
 	if cfg.MaxKeyLen <= 0 {
 		cfg.MaxKeyLen = DefaultMaxKeyLen

@@ -47,6 +47,31 @@
 // Set) reports ErrCorrupt and changes nothing, never reads it as its own, except the audit log of FlagWrite whose encoding is fixed (see
 // AppendLog) because adapters read it with Get.
 //
+// # Scopes
+//
+// A backend may be scoped by a key prefix (embedded.Config.Prefix,
+// redisstore.Config.Prefix), so that several applications or tenants
+// share one engine or one Redis: a scoped backend stores its key k as
+// prefix + k. A prefix is a name followed by one ':' ("billing:",
+// "tenant-42:"), the name holding no ':' and no '{', and not "tide"
+// (ValidatePrefix; a backend refuses any other with ErrInvalidArgument).
+// So the first ':' of a stored key ends its scope's prefix, and two
+// backends with different prefixes never name the same stored key,
+// whatever keys they are given: a key "b:x" in scope "a:" is stored as
+// "a:b:x", which no other scope can name, since "a:b:" is refused as a
+// prefix (nested scopes would be reachable from their parent; use one
+// name, "a-b:"). Every backend answers the same: a scoped backend's
+// Get, Set, Delete, CompareAndDelete and decisions reach only keys of its
+// scope (a decision's Key, FenceKey and AuditKey alike), and see none of
+// another scope's.
+//
+// A backend without a prefix is not a scope: it addresses the whole
+// keyspace, every scope's keys included, and scope "x:" reaches its keys
+// that begin with "x:" (never the adapters' default keys: they begin with
+// "tide:", which is refused as a prefix). Give every tenant of a shared
+// store a prefix, and an unscoped backend only to code trusted with all
+// of them.
+//
 // # TTLs
 //
 // A key that never expires is something a caller says on purpose, with

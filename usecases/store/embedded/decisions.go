@@ -9,18 +9,25 @@ import (
 )
 
 // The decisions, one method per kind (store.Decisions). Each validates its
-// parameters and the length of its keys, runs the kind's optimistic loop (ratelimit.go, idem.go,
-// lease.go, flag.go) and reports engine errors as the store's sentinels.
+// parameters, runs on a copy of the decision whose keys are in the
+// Backend's scope (checking their length), with the kind's optimistic loop
+// (ratelimit.go, idem.go, lease.go, flag.go), copies the results back with
+// the caller's keys, and reports engine errors as the store's sentinels.
 
 // TokenBucket implements store.Decisions.
 func (b *Backend) TokenBucket(ctx context.Context, d *store.TokenBucket) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	if err := b.checkKeys(d.Key); err != nil {
+	s := *d
+	s.Key = b.key(d.Key)
+	if err := b.checkKeys(s.Key); err != nil {
 		return err
 	}
-	return fromEngine(b.tokenBucket(ctx, d))
+	err := b.tokenBucket(ctx, &s)
+	s.Key = d.Key
+	*d = s
+	return fromEngine(err)
 }
 
 // FixedWindow implements store.Decisions.
@@ -28,10 +35,15 @@ func (b *Backend) FixedWindow(ctx context.Context, d *store.FixedWindow) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	if err := b.checkKeys(d.Key); err != nil {
+	s := *d
+	s.Key = b.key(d.Key)
+	if err := b.checkKeys(s.Key); err != nil {
 		return err
 	}
-	return fromEngine(b.fixedWindow(ctx, d))
+	err := b.fixedWindow(ctx, &s)
+	s.Key = d.Key
+	*d = s
+	return fromEngine(err)
 }
 
 // SlidingWindow implements store.Decisions.
@@ -39,10 +51,15 @@ func (b *Backend) SlidingWindow(ctx context.Context, d *store.SlidingWindow) err
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	if err := b.checkKeys(d.Key); err != nil {
+	s := *d
+	s.Key = b.key(d.Key)
+	if err := b.checkKeys(s.Key); err != nil {
 		return err
 	}
-	return fromEngine(b.slidingWindow(ctx, d))
+	err := b.slidingWindow(ctx, &s)
+	s.Key = d.Key
+	*d = s
+	return fromEngine(err)
 }
 
 // Idempotency implements store.Decisions.
@@ -50,10 +67,15 @@ func (b *Backend) Idempotency(ctx context.Context, d *store.Idempotency) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	if err := b.checkKeys(d.Key); err != nil {
+	s := *d
+	s.Key = b.key(d.Key)
+	if err := b.checkKeys(s.Key); err != nil {
 		return err
 	}
-	return fromEngine(b.idempotency(ctx, d))
+	err := b.idempotency(ctx, &s)
+	s.Key = d.Key
+	*d = s
+	return fromEngine(err)
 }
 
 // Lease implements store.Decisions.
@@ -61,10 +83,15 @@ func (b *Backend) Lease(ctx context.Context, d *store.Lease) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	if err := b.checkKeys(d.Key, d.FenceKey); err != nil {
+	s := *d
+	s.Key, s.FenceKey = b.key(d.Key), b.key(d.FenceKey)
+	if err := b.checkKeys(s.Key, s.FenceKey); err != nil {
 		return err
 	}
-	return fromEngine(b.lease(ctx, d))
+	err := b.lease(ctx, &s)
+	s.Key, s.FenceKey = d.Key, d.FenceKey
+	*d = s
+	return fromEngine(err)
 }
 
 // FlagWrite implements store.Decisions.
@@ -72,10 +99,15 @@ func (b *Backend) FlagWrite(ctx context.Context, d *store.FlagWrite) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	if err := b.checkKeys(d.Key, d.AuditKey); err != nil {
+	s := *d
+	s.Key, s.AuditKey = b.key(d.Key), b.key(d.AuditKey)
+	if err := b.checkKeys(s.Key, s.AuditKey); err != nil {
 		return err
 	}
-	return fromEngine(b.flagWrite(ctx, d))
+	err := b.flagWrite(ctx, &s)
+	s.Key, s.AuditKey = d.Key, d.AuditKey
+	*d = s
+	return fromEngine(err)
 }
 
 // checkKeys refuses a decision whose keys the engine would not accept

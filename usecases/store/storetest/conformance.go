@@ -30,6 +30,7 @@ func Run(t *testing.T, newFixture NewFunc) {
 	t.Run("FlagWrite", func(t *testing.T) { runFlagWrite(t, newFixture) })
 	t.Run("Kinds", func(t *testing.T) { runKinds(t, newFixture) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newFixture) })
+	t.Run("Scopes", func(t *testing.T) { runScopes(t, newFixture) })
 }
 
 func mustSet(t *testing.T, b store.Backend, key, value string, o store.SetOptions) uint64 {
