@@ -20,7 +20,11 @@
 // string that hashes to that slot), so a script touches only keys of one
 // slot; the counter has no TTL and is floored at the server clock in
 // microseconds, so a version is never reused for a key, even after a
-// delete, an expiry, a FLUSHALL or a restart without persistence.
+// delete, an expiry, a FLUSHALL or a restart without persistence. The
+// counters' keys begin with store.ReservedPrefix (after Config.Prefix),
+// which no caller's key may: Set and the decisions refuse such a key with
+// store.ErrInvalidArgument, and Get, Delete and CompareAndDelete report it
+// missing, as on every backend.
 //
 // # Differences from the embedded engine
 //
@@ -50,11 +54,6 @@
 //   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
 //     bursts (Capacity × Interval, in microseconds) and fixed window limits
 //     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
-//   - Keys beginning with "tide:ver:" (after Config.Prefix, the version
-//     counters' keys) are the backend's own: Set and the decisions refuse
-//     them with store.ErrInvalidArgument, and Get, Delete and
-//     CompareAndDelete report them missing, so that no caller can read,
-//     replace or delete a counter (the adapters' keys never begin so).
 //   - A transport failure is store.ErrUnavailable (wrapping go-redis's
 //     error): the operation may or may not have happened. So is a script
 //     reply of a shape the backend does not expect, never read as an
@@ -220,14 +219,15 @@ func (b *Backend) counter(k string) string {
 }
 
 // counterPrefix begins every version counter's key (after Config.Prefix):
-// a caller's key that begins with it is refused (Set, decisions) or
-// cannot exist (Get, Delete, CompareAndDelete), so that no caller can
-// read, replace or delete a counter.
-const counterPrefix = "tide:ver:"
+// store.ReservedPrefix, so that a caller's key that begins with it is
+// refused (Set, decisions) or cannot exist (Get, Delete,
+// CompareAndDelete), as on every backend, and no caller can read, replace
+// or delete a counter.
+const counterPrefix = store.ReservedPrefix
 
 // reserved reports whether the caller's key k is in the counters'
 // namespace.
-func reserved(k string) bool { return strings.HasPrefix(k, counterPrefix) }
+func reserved(k string) bool { return store.Reserved(k) }
 
 // checkKey checks a key a call would write: not longer than the server
 // accepts, not a version counter's.

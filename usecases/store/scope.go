@@ -29,3 +29,15 @@ func ValidatePrefix(prefix string) error {
 	}
 	return nil
 }
+
+// ReservedPrefix begins the keys a backend keeps for its own bookkeeping
+// (redisstore's version counters), within its scope: no caller's key
+// begins with it. On every backend, Set and every decision refuse such a
+// key with ErrInvalidArgument, changing nothing, and Get, Delete and
+// CompareAndDelete report it missing, so that no caller can read, replace
+// or delete a backend's own keys, and a call has the same answer on every
+// backend. The adapters' keys never begin with it.
+const ReservedPrefix = "tide:ver:"
+
+// Reserved reports whether the caller's key k begins with ReservedPrefix.
+func Reserved(k string) bool { return strings.HasPrefix(k, ReservedPrefix) }

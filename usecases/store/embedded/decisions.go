@@ -19,11 +19,11 @@ func (b *Backend) TokenBucket(ctx context.Context, d *store.TokenBucket) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	s := *d
-	s.Key = b.key(d.Key)
-	if err := b.checkKeys(s.Key); err != nil {
+	if err := b.checkKeys(d.Key); err != nil {
 		return err
 	}
+	s := *d
+	s.Key = b.key(d.Key)
 	err := b.tokenBucket(ctx, &s)
 	s.Key = d.Key
 	*d = s
@@ -35,11 +35,11 @@ func (b *Backend) FixedWindow(ctx context.Context, d *store.FixedWindow) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	s := *d
-	s.Key = b.key(d.Key)
-	if err := b.checkKeys(s.Key); err != nil {
+	if err := b.checkKeys(d.Key); err != nil {
 		return err
 	}
+	s := *d
+	s.Key = b.key(d.Key)
 	err := b.fixedWindow(ctx, &s)
 	s.Key = d.Key
 	*d = s
@@ -51,11 +51,11 @@ func (b *Backend) SlidingWindow(ctx context.Context, d *store.SlidingWindow) err
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	s := *d
-	s.Key = b.key(d.Key)
-	if err := b.checkKeys(s.Key); err != nil {
+	if err := b.checkKeys(d.Key); err != nil {
 		return err
 	}
+	s := *d
+	s.Key = b.key(d.Key)
 	err := b.slidingWindow(ctx, &s)
 	s.Key = d.Key
 	*d = s
@@ -67,11 +67,11 @@ func (b *Backend) Idempotency(ctx context.Context, d *store.Idempotency) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	s := *d
-	s.Key = b.key(d.Key)
-	if err := b.checkKeys(s.Key); err != nil {
+	if err := b.checkKeys(d.Key); err != nil {
 		return err
 	}
+	s := *d
+	s.Key = b.key(d.Key)
 	err := b.idempotency(ctx, &s)
 	s.Key = d.Key
 	*d = s
@@ -83,11 +83,11 @@ func (b *Backend) Lease(ctx context.Context, d *store.Lease) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	s := *d
-	s.Key, s.FenceKey = b.key(d.Key), b.key(d.FenceKey)
-	if err := b.checkKeys(s.Key, s.FenceKey); err != nil {
+	if err := b.checkKeys(d.Key, d.FenceKey); err != nil {
 		return err
 	}
+	s := *d
+	s.Key, s.FenceKey = b.key(d.Key), b.key(d.FenceKey)
 	err := b.lease(ctx, &s)
 	s.Key, s.FenceKey = d.Key, d.FenceKey
 	*d = s
@@ -99,26 +99,31 @@ func (b *Backend) FlagWrite(ctx context.Context, d *store.FlagWrite) error {
 	if err := store.Begin(ctx, d); err != nil {
 		return err
 	}
-	s := *d
-	s.Key, s.AuditKey = b.key(d.Key), b.key(d.AuditKey)
-	if err := b.checkKeys(s.Key, s.AuditKey); err != nil {
+	if err := b.checkKeys(d.Key, d.AuditKey); err != nil {
 		return err
 	}
+	s := *d
+	s.Key, s.AuditKey = b.key(d.Key), b.key(d.AuditKey)
 	err := b.flagWrite(ctx, &s)
 	s.Key, s.AuditKey = d.Key, d.AuditKey
 	*d = s
 	return fromEngine(err)
 }
 
-// checkKeys refuses a decision whose keys the engine would not accept
-// (store.ErrKeyTooLarge, as Redis's backend refuses them) before it reads
+// checkKeys refuses a decision whose keys (the caller's, before the
+// prefix) the engine would not accept (store.ErrKeyTooLarge, as Redis's
+// backend refuses them), or that are reserved (store.Reserved:
+// store.ErrInvalidArgument, as on every backend), before it reads
 // anything: the engine reads an over-long key as missing, so a decision
 // that writes nothing (an inspect, a peek, a refused condition) would
 // otherwise answer "absent", "free" or "allowed" for it.
 func (b *Backend) checkKeys(keys ...string) error {
 	for _, k := range keys {
-		if len(k) > b.e.MaxKeySize() {
-			return fromEngine(fmt.Errorf("%w: %d bytes, limit %d", engine.ErrKeyTooLarge, len(k), b.e.MaxKeySize()))
+		if len(b.prefix)+len(k) > b.e.MaxKeySize() {
+			return fromEngine(fmt.Errorf("%w: %d bytes, limit %d", engine.ErrKeyTooLarge, len(b.prefix)+len(k), b.e.MaxKeySize()))
+		}
+		if store.Reserved(k) {
+			return reservedError(k)
 		}
 	}
 	return nil

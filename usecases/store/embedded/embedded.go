@@ -105,6 +105,9 @@ func (b *Backend) Get(ctx context.Context, key string) (store.Item, bool, error)
 	if err := ctx.Err(); err != nil {
 		return store.Item{}, false, err
 	}
+	if store.Reserved(key) {
+		return store.Item{}, false, b.closed()
+	}
 	it, ok := b.e.GetItem(b.key(key))
 	if !ok {
 		if b.e.Closed() {
@@ -123,12 +126,29 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if err := o.Validate(); err != nil {
 		return 0, false, err
 	}
+	if store.Reserved(key) {
+		return 0, false, reservedError(key)
+	}
 	eo := engine.SetOptions{TTL: engineTTL(o.TTL), IfVersion: o.IfVersion, Pin: o.Pin}
 	if o.IfAbsent {
 		eo.Only = engine.ConditionIfAbsent
 	}
 	v, ok, err := b.e.SetWith(b.key(key), value, eo)
 	return v, ok, fromEngine(err)
+}
+
+// reservedError is the error for a write of a reserved key (store.Reserved).
+func reservedError(k string) error {
+	return fmt.Errorf("%w: key %q begins with %q, reserved for backends' own keys", store.ErrInvalidArgument, k, store.ReservedPrefix)
+}
+
+// closed is the error of a call that finds nothing: store.ErrClosed if
+// the engine is closed (as for any call), else nil.
+func (b *Backend) closed() error {
+	if b.e.Closed() {
+		return store.ErrClosed
+	}
+	return nil
 }
 
 // engineTTL maps a store TTL to the engine's: store.NoTTL to engine.NoTTL
@@ -147,8 +167,8 @@ func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if version == engine.MustBeAbsent { // no key has it; DeleteWith would read it as AnyVersion
-		return false, nil
+	if version == engine.MustBeAbsent || store.Reserved(key) { // no key has it; DeleteWith would read it as AnyVersion
+		return false, b.closed()
 	}
 	_, ok, err := b.e.DeleteWith(b.key(key), engine.DeleteOptions{IfVersion: version})
 	return ok, deleteError(err)
@@ -168,6 +188,9 @@ func deleteError(err error) error {
 func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
+	}
+	if store.Reserved(key) {
+		return false, b.closed()
 	}
 	_, ok, err := b.e.DeleteWith(b.key(key), engine.DeleteOptions{IfVersion: engine.AnyVersion})
 	return ok, deleteError(err)

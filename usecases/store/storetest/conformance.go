@@ -255,6 +255,52 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 			}
 		}
 	})
+	t.Run("ReservedKeys", func(t *testing.T) {
+		// Keys beginning with store.ReservedPrefix are no caller's (a
+		// backend's own bookkeeping, such as redisstore's version
+		// counters): Set and every decision refuse them with
+		// ErrInvalidArgument, writing nothing, and Get, Delete and
+		// CompareAndDelete report a miss, on every backend.
+		f := newFixture(t)
+		b := f.Backend
+		for _, k := range []string{store.ReservedPrefix, store.ReservedPrefix + "{0}", store.ReservedPrefix + "x"} {
+			if _, ok, err := b.Set(ctx, k, []byte("v"), store.SetOptions{TTL: store.NoTTL}); ok || !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("Set(%q): got (ok %v, %v), want ErrInvalidArgument", k, ok, err)
+			}
+			if _, found, err := b.Get(ctx, k); found || err != nil {
+				t.Errorf("Get(%q): got (%v, %v), want a miss", k, found, err)
+			}
+			if d, err := b.Delete(ctx, k); d || err != nil {
+				t.Errorf("Delete(%q): got (%v, %v), want (false, nil)", k, d, err)
+			}
+			if d, err := b.CompareAndDelete(ctx, k, 1); d || err != nil {
+				t.Errorf("CompareAndDelete(%q): got (%v, %v), want (false, nil)", k, d, err)
+			}
+			for _, c := range []struct {
+				name string
+				err  error
+			}{
+				{"TokenBucket", b.TokenBucket(ctx, &store.TokenBucket{Key: k, Capacity: 1, Interval: time.Second, Cost: 1})},
+				{"FixedWindow", b.FixedWindow(ctx, &store.FixedWindow{Key: k, Limit: 1, Window: time.Second, Cost: 1})},
+				{"SlidingWindow", b.SlidingWindow(ctx, &store.SlidingWindow{Key: k, Limit: 1, Window: time.Second, Cost: 1})},
+				{"Idempotency claim", b.Idempotency(ctx, &store.Idempotency{Op: store.IdemClaim, Key: k, Owner: "A", Lease: time.Minute, Retention: time.Hour})},
+				{"Idempotency inspect", b.Idempotency(ctx, &store.Idempotency{Op: store.IdemInspect, Key: k})},
+				{"Lease acquire", b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: k, FenceKey: k + ":fence", Holder: "A", TTL: time.Minute})},
+				{"Lease fence", b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "lease", FenceKey: k, Holder: "A", TTL: time.Minute})},
+				{"FlagWrite", b.FlagWrite(ctx, &store.FlagWrite{Key: k, AuditKey: k + ":audit", Value: []byte("on")})},
+				{"FlagWrite audit", b.FlagWrite(ctx, &store.FlagWrite{Key: "flag", AuditKey: k, Value: []byte("on")})},
+			} {
+				if !errors.Is(c.err, store.ErrInvalidArgument) {
+					t.Errorf("%s with key %q: got %v, want ErrInvalidArgument", c.name, k, c.err)
+				}
+			}
+			for _, w := range []string{k, k + ":fence", k + ":audit", "lease", "flag"} {
+				if _, found, _ := b.Get(ctx, w); found && !strings.HasPrefix(w, store.ReservedPrefix) {
+					t.Errorf("a refused call wrote %q", w)
+				}
+			}
+		}
+	})
 	t.Run("Errors", func(t *testing.T) {
 		f := newFixture(t)
 		b := f.Backend
