@@ -41,8 +41,9 @@
 //   - The keys of one decision must hash to one Cluster slot: the adapters
 //     wrap the scoping part of a key in braces with store.HashTag
 //     ("tide:lease:{orders}", "tide:flag:{%7Dbeta}" for the name "}beta").
-//     On a Cluster client, a decision refuses keys of different slots with
-//     store.ErrInvalidArgument before sending anything.
+//     The two keys of a lease or a flag write must share a non-empty hash
+//     tag (store.KeyTag) on every topology and every backend, else
+//     store.ErrInvalidArgument before anything is sent.
 //   - A key that holds no value with a version (another Redis type, a
 //     lease or idempotency record, a hash missing its value or version) is
 //     store.ErrCorrupt for Get, and a key of another Redis type for

@@ -233,7 +233,9 @@ type LeaseInfo struct {
 	TTL    time.Duration
 }
 
-// Lease is a lease with a fencing token. Key holds {holder, token} with the
+// Lease is a lease with a fencing token. Key and FenceKey must differ and
+// share a non-empty hash tag (KeyTag), else ErrInvalidArgument on every
+// backend. Key holds {holder, token} with the
 // lease's TTL; FenceKey holds the highest token ever issued, as a base-10
 // integer, pinned and without TTL, so it never expires, is never evicted,
 // and never goes backwards.
@@ -272,7 +274,8 @@ type Lease struct {
 }
 
 // FlagWrite writes a flag record and appends an audit record in one atomic
-// step:
+// step (Key and AuditKey must differ and share a non-empty hash tag,
+// KeyTag, else ErrInvalidArgument on every backend):
 //
 //	if version(Key) != IfVersion {           // IfVersion 0: Key must be absent
 //		OK, Current = false, version(Key)    // nothing changes
@@ -389,6 +392,8 @@ func (d *Lease) Validate() error {
 		return fmt.Errorf("%w: lease op %d on key %q", ErrInvalidArgument, d.Op, d.Key)
 	case d.Key == d.FenceKey:
 		return fmt.Errorf("%w: lease key and fence key are both %q", ErrInvalidArgument, d.Key)
+	case !sameTag(d.Key, d.FenceKey):
+		return fmt.Errorf("%w: lease key %q and fence key %q do not share a hash tag (wrap the lease's name with HashTag)", ErrInvalidArgument, d.Key, d.FenceKey)
 	case d.Op == LeaseAcquire && (d.Holder == "" || d.TTL <= 0 || d.TTL > MaxTTL),
 		d.Op == LeaseRenew && (d.TTL <= 0 || d.TTL > MaxTTL),
 		d.MinToken > math.MaxInt64:
@@ -399,8 +404,8 @@ func (d *Lease) Validate() error {
 
 // Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *FlagWrite) Validate() error {
-	if d.Key == d.AuditKey || d.AuditKeep < 0 {
-		return fmt.Errorf("%w: flag write key %q, audit key %q, keep %d", ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)
+	if d.Key == d.AuditKey || d.AuditKeep < 0 || !sameTag(d.Key, d.AuditKey) {
+		return fmt.Errorf("%w: flag write key %q, audit key %q (they must differ and share a hash tag), keep %d", ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)
 	}
 	return nil
 }

@@ -40,8 +40,12 @@
 // which every backend refuses alike. The part of a key that scopes one
 // decision is wrapped in braces by HashTag, as in
 // "tide:lease:{orders}:fence", so that every key one decision touches
-// hashes to the same Redis Cluster slot whatever the name; the embedded
-// backend treats braces as ordinary bytes. A key written by a
+// hashes to the same Redis Cluster slot whatever the name. The two keys of
+// a Lease or a FlagWrite must share a non-empty hash tag (KeyTag): every
+// backend refuses other pairs with ErrInvalidArgument, the embedded one
+// and a single Redis node included, so that a decision that works on one
+// backend works on a Cluster too. Otherwise the embedded backend treats
+// braces as ordinary bytes. A key written by a
 // decision is owned by that decision kind: only decisions of the same kind
 // and Delete may touch it, and its stored encoding is the backend's own
 // business; a decision that finds a key written by another kind (or by

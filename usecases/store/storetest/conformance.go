@@ -31,6 +31,7 @@ func Run(t *testing.T, newFixture NewFunc) {
 	t.Run("Kinds", func(t *testing.T) { runKinds(t, newFixture) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newFixture) })
 	t.Run("Scopes", func(t *testing.T) { runScopes(t, newFixture) })
+	t.Run("Tags", func(t *testing.T) { runTags(t, newFixture) })
 }
 
 func mustSet(t *testing.T, b store.Backend, key, value string, o store.SetOptions) uint64 {
@@ -231,7 +232,7 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		// exist (both backends' default limit is 64 KiB).
 		f := newFixture(t)
 		b := f.Backend
-		long := strings.Repeat("k", 64<<10+1)
+		long := "{k}" + strings.Repeat("k", 64<<10-2)
 		if _, _, err := b.Set(ctx, long, []byte("v"), store.SetOptions{TTL: store.NoTTL}); err == nil {
 			t.Skipf("the backend accepts keys of %d bytes", len(long))
 		}
@@ -244,11 +245,11 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 			{"SlidingWindow peek", b.SlidingWindow(ctx, &store.SlidingWindow{Key: long, Limit: 1, Window: time.Second})},
 			{"Idempotency inspect", b.Idempotency(ctx, &store.Idempotency{Op: store.IdemInspect, Key: long, Owner: "A", Lease: time.Minute, Retention: time.Hour})},
 			{"Idempotency release", b.Idempotency(ctx, &store.Idempotency{Op: store.IdemRelease, Key: long, Owner: "A", Lease: time.Minute, Retention: time.Hour})},
-			{"Lease inspect", b.Lease(ctx, &store.Lease{Op: store.LeaseInspect, Key: long, FenceKey: "fence", Holder: "A", TTL: time.Minute})},
-			{"Lease release", b.Lease(ctx, &store.Lease{Op: store.LeaseRelease, Key: long, FenceKey: "fence", Holder: "A", Token: 1, TTL: time.Minute})},
-			{"Lease fence", b.Lease(ctx, &store.Lease{Op: store.LeaseInspect, Key: "lease", FenceKey: long, Holder: "A", TTL: time.Minute})},
-			{"FlagWrite refused", b.FlagWrite(ctx, &store.FlagWrite{Key: long, IfVersion: 7, AuditKey: "audit"})},
-			{"FlagWrite audit", b.FlagWrite(ctx, &store.FlagWrite{Key: "flag", AuditKey: long})},
+			{"Lease inspect", b.Lease(ctx, &store.Lease{Op: store.LeaseInspect, Key: long, FenceKey: "{k}:fence", Holder: "A", TTL: time.Minute})},
+			{"Lease release", b.Lease(ctx, &store.Lease{Op: store.LeaseRelease, Key: long, FenceKey: "{k}:fence", Holder: "A", Token: 1, TTL: time.Minute})},
+			{"Lease fence", b.Lease(ctx, &store.Lease{Op: store.LeaseInspect, Key: "{k}", FenceKey: long, Holder: "A", TTL: time.Minute})},
+			{"FlagWrite refused", b.FlagWrite(ctx, &store.FlagWrite{Key: long, IfVersion: 7, AuditKey: "{k}:audit"})},
+			{"FlagWrite audit", b.FlagWrite(ctx, &store.FlagWrite{Key: "{k}", AuditKey: long})},
 		} {
 			if !errors.Is(c.err, store.ErrKeyTooLarge) {
 				t.Errorf("%s with a %d-byte key: got %v, want ErrKeyTooLarge", c.name, len(long), c.err)
@@ -263,7 +264,7 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 		// CompareAndDelete report a miss, on every backend.
 		f := newFixture(t)
 		b := f.Backend
-		for _, k := range []string{store.ReservedPrefix, store.ReservedPrefix + "{0}", store.ReservedPrefix + "x"} {
+		for _, k := range []string{store.ReservedPrefix + "{0}", store.ReservedPrefix + "x{0}"} {
 			if _, ok, err := b.Set(ctx, k, []byte("v"), store.SetOptions{TTL: store.NoTTL}); ok || !errors.Is(err, store.ErrInvalidArgument) {
 				t.Errorf("Set(%q): got (ok %v, %v), want ErrInvalidArgument", k, ok, err)
 			}
@@ -286,15 +287,15 @@ func runPrimitives(t *testing.T, newFixture NewFunc) {
 				{"Idempotency claim", b.Idempotency(ctx, &store.Idempotency{Op: store.IdemClaim, Key: k, Owner: "A", Lease: time.Minute, Retention: time.Hour})},
 				{"Idempotency inspect", b.Idempotency(ctx, &store.Idempotency{Op: store.IdemInspect, Key: k})},
 				{"Lease acquire", b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: k, FenceKey: k + ":fence", Holder: "A", TTL: time.Minute})},
-				{"Lease fence", b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "lease", FenceKey: k, Holder: "A", TTL: time.Minute})},
+				{"Lease fence", b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "lease:{0}", FenceKey: k, Holder: "A", TTL: time.Minute})},
 				{"FlagWrite", b.FlagWrite(ctx, &store.FlagWrite{Key: k, AuditKey: k + ":audit", Value: []byte("on")})},
-				{"FlagWrite audit", b.FlagWrite(ctx, &store.FlagWrite{Key: "flag", AuditKey: k, Value: []byte("on")})},
+				{"FlagWrite audit", b.FlagWrite(ctx, &store.FlagWrite{Key: "flag:{0}", AuditKey: k, Value: []byte("on")})},
 			} {
 				if !errors.Is(c.err, store.ErrInvalidArgument) {
 					t.Errorf("%s with key %q: got %v, want ErrInvalidArgument", c.name, k, c.err)
 				}
 			}
-			for _, w := range []string{k, k + ":fence", k + ":audit", "lease", "flag"} {
+			for _, w := range []string{k, k + ":fence", k + ":audit", "lease:{0}", "flag:{0}"} {
 				if _, found, _ := b.Get(ctx, w); found && !strings.HasPrefix(w, store.ReservedPrefix) {
 					t.Errorf("a refused call wrote %q", w)
 				}
