@@ -12,6 +12,9 @@
 //				Advance: storetest.SleepAdvance,
 //				Unit:    100 * time.Millisecond,
 //				Slack:   25 * time.Millisecond,
+//				Scope: func(prefix string) (store.Backend, error) {
+//					return newRedisBackendWithPrefix(prefix) // same server
+//				},
 //			}
 //		})
 //		storetest.RunUseCases(t, newFixture) // the adapters' suites
