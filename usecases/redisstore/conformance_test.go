@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidekv/tide/usecases/redisstore"
 	"github.com/tidekv/tide/usecases/redisstore/internal/redisserver"
+	"github.com/tidekv/tide/usecases/store"
 	"github.com/tidekv/tide/usecases/store/storetest"
 )
 
@@ -46,6 +47,13 @@ func newFixtureFunc(client redis.UniversalClient, tag string) storetest.NewFunc 
 			Advance: storetest.SleepAdvance,
 			Unit:    testUnit,
 			Slack:   testSlack,
+			Scope: func(prefix string) (store.Backend, error) {
+				b, err := redisstore.New(redisstore.Config{Client: client, Prefix: prefix})
+				if err != nil {
+					return nil, err
+				}
+				return b, nil
+			},
 		}
 	}
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/tidekv/tide/usecases/store"
 )
 
-// TestPrefixesIsolate: two backends with different prefixes (neither a
-// prefix of the other) on one server share nothing: the same key names
-// hold separate values, counters, leases and fences, and a delete in one
-// leaves the other's key.
+// TestPrefixesIsolate: two backends with different prefixes on one server
+// share nothing: the same key names hold separate values, counters, leases
+// and fences, and a delete in one leaves the other's key. (Nested prefixes
+// and keys crafted to look like a scope boundary: storetest's Scopes case,
+// run on both backends.)
 func TestPrefixesIsolate(t *testing.T) {
 	ctx := context.Background()
 	srv := redisserver.Start(t)

@@ -20,7 +20,11 @@
 // string that hashes to that slot), so a script touches only keys of one
 // slot; the counter has no TTL and is floored at the server clock in
 // microseconds, so a version is never reused for a key, even after a
-// delete, an expiry, a FLUSHALL or a restart without persistence.
+// delete, an expiry, a FLUSHALL or a restart without persistence. The
+// counters' keys begin with store.ReservedPrefix (after Config.Prefix),
+// which no caller's key may: Set and the decisions refuse such a key with
+// store.ErrInvalidArgument, and Get, Delete and CompareAndDelete report it
+// missing, as on every backend.
 //
 // # Differences from the embedded engine
 //
@@ -37,8 +41,9 @@
 //   - The keys of one decision must hash to one Cluster slot: the adapters
 //     wrap the scoping part of a key in braces with store.HashTag
 //     ("tide:lease:{orders}", "tide:flag:{%7Dbeta}" for the name "}beta").
-//     On a Cluster client, a decision refuses keys of different slots with
-//     store.ErrInvalidArgument before sending anything.
+//     The two keys of a lease or a flag write must share a non-empty hash
+//     tag (store.KeyTag) on every topology and every backend, else
+//     store.ErrInvalidArgument before anything is sent.
 //   - A key that holds no value with a version (another Redis type, a
 //     lease or idempotency record, a hash missing its value or version) is
 //     store.ErrCorrupt for Get, and a key of another Redis type for
@@ -50,11 +55,6 @@
 //   - Numbers inside scripts are Lua doubles: fencing tokens, token bucket
 //     bursts (Capacity × Interval, in microseconds) and fixed window limits
 //     must stay below 2^52; larger parameters are store.ErrInvalidArgument.
-//   - Keys beginning with "tide:ver:" (after Config.Prefix, the version
-//     counters' keys) are the backend's own: Set and the decisions refuse
-//     them with store.ErrInvalidArgument, and Get, Delete and
-//     CompareAndDelete report them missing, so that no caller can read,
-//     replace or delete a counter (the adapters' keys never begin so).
 //   - A transport failure is store.ErrUnavailable (wrapping go-redis's
 //     error): the operation may or may not have happened. So is a script
 //     reply of a shape the backend does not expect, never read as an
@@ -94,8 +94,12 @@ type Config struct {
 	// failover (Sentinel) client or a *redis.ClusterClient. Required. The
 	// Backend does not close it.
 	Client redis.UniversalClient
-	// Prefix is prepended to every key (a namespace, so that several
-	// applications can share one server). It must not contain '{'.
+	// Prefix scopes the Backend: it is prepended to every key, the
+	// version counters' included, so that Backends with different
+	// prefixes on one server never reach each other's keys (store package
+	// doc, "Scopes": a name followed by one ':', with no other ':' and no
+	// '{', "billing:"; store.ValidatePrefix, else New returns
+	// store.ErrInvalidArgument). "" means no scope: the whole server.
 	Prefix string
 	// MaxKeyLen bounds the length of a key (without Prefix); longer is
 	// store.ErrKeyTooLarge. 0 means DefaultMaxKeyLen.
@@ -116,13 +120,13 @@ var _ store.Backend = (*Backend)(nil)
 
 // New returns a Backend on cfg.Client. It does not contact the server; call
 // Check for that. A nil Client (a nil interface, or one holding a nil
-// pointer) is store.ErrInvalidArgument.
+// pointer) or an invalid Prefix is store.ErrInvalidArgument.
 func New(cfg Config) (*Backend, error) {
 	if v := reflect.ValueOf(cfg.Client); cfg.Client == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("%w: redisstore.Config.Client is nil", store.ErrInvalidArgument)
 	}
-	if strings.Contains(cfg.Prefix, "{") {
-		return nil, fmt.Errorf("%w: redisstore.Config.Prefix %q contains '{' (it would change every key's hash slot)", store.ErrInvalidArgument, cfg.Prefix)
+	if err := store.ValidatePrefix(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("redisstore.Config.Prefix: %w", err)
 	}
 	if cfg.MaxKeyLen <= 0 {
 		cfg.MaxKeyLen = DefaultMaxKeyLen
@@ -216,14 +220,15 @@ func (b *Backend) counter(k string) string {
 }
 
 // counterPrefix begins every version counter's key (after Config.Prefix):
-// a caller's key that begins with it is refused (Set, decisions) or
-// cannot exist (Get, Delete, CompareAndDelete), so that no caller can
-// read, replace or delete a counter.
-const counterPrefix = "tide:ver:"
+// store.ReservedPrefix, so that a caller's key that begins with it is
+// refused (Set, decisions) or cannot exist (Get, Delete,
+// CompareAndDelete), as on every backend, and no caller can read, replace
+// or delete a counter.
+const counterPrefix = store.ReservedPrefix
 
 // reserved reports whether the caller's key k is in the counters'
 // namespace.
-func reserved(k string) bool { return strings.HasPrefix(k, counterPrefix) }
+func reserved(k string) bool { return store.Reserved(k) }
 
 // checkKey checks a key a call would write: not longer than the server
 // accepts, not a version counter's.
@@ -342,9 +347,9 @@ func us(n int64) time.Duration { return scale(n, time.Microsecond) }
 func ms(p int64) time.Duration { return scale(p, time.Millisecond) }
 
 // scale returns n units, saturating at the longest (and the most
-// negative) Duration: a TTL of up to math.MaxInt64 ns, rounded up to whole
-// milliseconds by msArg, is more than a Duration holds, and must not wrap
-// to a negative one.
+// negative) Duration: the backend writes no TTL over store.MaxTTL, but a
+// key's PTTL set by something else (PEXPIRE by hand) may be more than a
+// Duration holds, and must not wrap to a negative one.
 func scale(n int64, unit time.Duration) time.Duration {
 	switch {
 	case n > math.MaxInt64/int64(unit):

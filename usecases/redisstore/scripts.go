@@ -44,8 +44,9 @@ end
 -- read 'nan', 'inf', '-1', '1.5', '0x10', ' 7' and '1e3', which no script
 -- writes: a field that is not uint is corrupt, never a number. exact: the
 -- same, below 2^53 (a double holds it exactly): every field but a lease
--- deadline (now + a lease of up to MaxInt64 ns) and the fence (which
--- overflows with store.ErrOverflow at 2^53).
+-- deadline (now + a lease of up to store.MaxTTL, below 2^53 µs until
+-- 2155, read with uint all the same) and the fence (which overflows with
+-- store.ErrOverflow at 2^53).
 local function uint(s)
   if type(s) == 'string' and #s <= 18 and string.find(s, '^%d+$') then return tonumber(s) end
   return nil

@@ -38,8 +38,7 @@ import (
 //
 // Remaining rounds down. Over any interval of length T it admits at most
 // Capacity + T/Interval tokens. Capacity ≥ 1, Interval > 0, 0 ≤ Cost ≤
-// Capacity, and Capacity*Interval must not overflow; otherwise
-// ErrInvalidArgument.
+// Capacity, and Capacity*Interval ≤ MaxTTL; otherwise ErrInvalidArgument.
 type TokenBucket struct {
 	Key      string
 	Capacity int64
@@ -68,7 +67,8 @@ type TokenBucket struct {
 // The expiry is set only by the write that creates the key; later
 // admissions never extend it. Cost 0 peeks: it writes nothing (and reports
 // Reset 0 for an absent key). Remaining is never negative. Limit ≥ 1,
-// Window > 0, 0 ≤ Cost; Cost > Limit is simply denied.
+// 0 < Window ≤ MaxTTL, 0 ≤ Cost (otherwise ErrInvalidArgument); Cost >
+// Limit is simply denied.
 type FixedWindow struct {
 	Key    string
 	Limit  int64
@@ -98,8 +98,8 @@ type FixedWindow struct {
 //		Reset = newest + Window - now
 //	}
 //
-// Limit in 1..MaxSlidingLimit, Window > 0, 0 ≤ Cost ≤ Limit; otherwise
-// ErrInvalidArgument.
+// Limit in 1..MaxSlidingLimit, 0 < Window ≤ MaxTTL, 0 ≤ Cost ≤ Limit;
+// otherwise ErrInvalidArgument.
 type SlidingWindow struct {
 	Key    string
 	Limit  int64
@@ -173,7 +173,7 @@ func (o IdemOutcome) String() string {
 // completed, the result. Its TTL is Retention, set by the claim that
 // creates it and never extended (reads and later steps keep it).
 //
-// IdemClaim (Fingerprint, Owner, Lease > 0, Retention ≥ Lease):
+// IdemClaim (Fingerprint, Owner, Lease > 0, Lease ≤ Retention ≤ MaxTTL):
 //
 //	absent:                         create {in progress, fp, Owner, now+Lease}
 //	                                with TTL Retention → IdemClaimed
@@ -233,12 +233,14 @@ type LeaseInfo struct {
 	TTL    time.Duration
 }
 
-// Lease is a lease with a fencing token. Key holds {holder, token} with the
+// Lease is a lease with a fencing token. Key and FenceKey must differ and
+// share a non-empty hash tag (KeyTag), else ErrInvalidArgument on every
+// backend. Key holds {holder, token} with the
 // lease's TTL; FenceKey holds the highest token ever issued, as a base-10
 // integer, pinned and without TTL, so it never expires, is never evicted,
 // and never goes backwards.
 //
-// LeaseAcquire (Holder non-empty, TTL > 0):
+// LeaseAcquire (Holder non-empty, 0 < TTL ≤ MaxTTL; so for LeaseRenew):
 //
 //	if Key is live { OK = false }                // even for the same holder
 //	else {
@@ -272,7 +274,8 @@ type Lease struct {
 }
 
 // FlagWrite writes a flag record and appends an audit record in one atomic
-// step:
+// step (Key and AuditKey must differ and share a non-empty hash tag,
+// KeyTag, else ErrInvalidArgument on every backend):
 //
 //	if version(Key) != IfVersion {           // IfVersion 0: Key must be absent
 //		OK, Current = false, version(Key)    // nothing changes
@@ -341,7 +344,7 @@ func DecodeLog(log []byte) ([][]byte, error) {
 
 // Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *TokenBucket) Validate() error {
-	if d.Capacity < 1 || d.Interval <= 0 || d.Cost < 0 || d.Cost > d.Capacity || d.Capacity > math.MaxInt64/int64(d.Interval) {
+	if d.Capacity < 1 || d.Interval <= 0 || d.Cost < 0 || d.Cost > d.Capacity || d.Capacity > int64(MaxTTL/d.Interval) {
 		return fmt.Errorf("%w: token bucket capacity %d, interval %v, cost %d", ErrInvalidArgument, d.Capacity, d.Interval, d.Cost)
 	}
 	return nil
@@ -349,7 +352,7 @@ func (d *TokenBucket) Validate() error {
 
 // Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *FixedWindow) Validate() error {
-	if d.Limit < 1 || d.Window <= 0 || d.Cost < 0 {
+	if d.Limit < 1 || d.Window <= 0 || d.Window > MaxTTL || d.Cost < 0 {
 		return fmt.Errorf("%w: fixed window limit %d, window %v, cost %d", ErrInvalidArgument, d.Limit, d.Window, d.Cost)
 	}
 	return nil
@@ -357,7 +360,7 @@ func (d *FixedWindow) Validate() error {
 
 // Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *SlidingWindow) Validate() error {
-	if d.Limit < 1 || d.Limit > MaxSlidingLimit || d.Window <= 0 || d.Cost < 0 || d.Cost > d.Limit {
+	if d.Limit < 1 || d.Limit > MaxSlidingLimit || d.Window <= 0 || d.Window > MaxTTL || d.Cost < 0 || d.Cost > d.Limit {
 		return fmt.Errorf("%w: sliding window limit %d, window %v, cost %d", ErrInvalidArgument, d.Limit, d.Window, d.Cost)
 	}
 	return nil
@@ -367,9 +370,9 @@ func (d *SlidingWindow) Validate() error {
 func (d *Idempotency) Validate() error {
 	switch d.Op {
 	case IdemClaim:
-		if d.Owner == "" || d.Lease <= 0 || d.Retention < d.Lease {
-			return fmt.Errorf("%w: idempotency claim needs an owner, lease > 0 and retention ≥ lease (owner %q, lease %v, retention %v)",
-				ErrInvalidArgument, d.Owner, d.Lease, d.Retention)
+		if d.Owner == "" || d.Lease <= 0 || d.Retention < d.Lease || d.Retention > MaxTTL {
+			return fmt.Errorf("%w: idempotency claim needs an owner and 0 < lease ≤ retention ≤ %v (owner %q, lease %v, retention %v)",
+				ErrInvalidArgument, MaxTTL, d.Owner, d.Lease, d.Retention)
 		}
 	case IdemComplete, IdemRelease:
 		if d.Owner == "" {
@@ -389,8 +392,10 @@ func (d *Lease) Validate() error {
 		return fmt.Errorf("%w: lease op %d on key %q", ErrInvalidArgument, d.Op, d.Key)
 	case d.Key == d.FenceKey:
 		return fmt.Errorf("%w: lease key and fence key are both %q", ErrInvalidArgument, d.Key)
-	case d.Op == LeaseAcquire && (d.Holder == "" || d.TTL <= 0),
-		d.Op == LeaseRenew && d.TTL <= 0,
+	case !sameTag(d.Key, d.FenceKey):
+		return fmt.Errorf("%w: lease key %q and fence key %q do not share a hash tag (wrap the lease's name with HashTag)", ErrInvalidArgument, d.Key, d.FenceKey)
+	case d.Op == LeaseAcquire && (d.Holder == "" || d.TTL <= 0 || d.TTL > MaxTTL),
+		d.Op == LeaseRenew && (d.TTL <= 0 || d.TTL > MaxTTL),
 		d.MinToken > math.MaxInt64:
 		return fmt.Errorf("%w: lease op %d with holder %q, ttl %v, min token %d", ErrInvalidArgument, d.Op, d.Holder, d.TTL, d.MinToken)
 	}
@@ -399,8 +404,8 @@ func (d *Lease) Validate() error {
 
 // Validate reports invalid parameters as an error wrapping ErrInvalidArgument.
 func (d *FlagWrite) Validate() error {
-	if d.Key == d.AuditKey || d.AuditKeep < 0 {
-		return fmt.Errorf("%w: flag write key %q, audit key %q, keep %d", ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)
+	if d.Key == d.AuditKey || d.AuditKeep < 0 || !sameTag(d.Key, d.AuditKey) {
+		return fmt.Errorf("%w: flag write key %q, audit key %q (they must differ and share a hash tag), keep %d", ErrInvalidArgument, d.Key, d.AuditKey, d.AuditKeep)
 	}
 	return nil
 }

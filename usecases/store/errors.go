@@ -12,8 +12,8 @@ import (
 // a remote backend compare equal without this package linking the engine.
 var (
 	// ErrInvalidTTL reports a write TTL that is neither positive nor NoTTL
-	// (0 included), or one that overflows the clock. Set's errors for such
-	// a TTL also match ErrInvalidArgument.
+	// (0 included), or one longer than MaxTTL. Set's errors for such a TTL
+	// also match ErrInvalidArgument.
 	ErrInvalidTTL = kverr.ErrInvalidTTL
 	// ErrInvalidOptions reports contradictory SetOptions.
 	ErrInvalidOptions = kverr.ErrInvalidOptions

@@ -40,3 +40,27 @@ func HashTag(name string) string {
 	sb.WriteByte('}')
 	return sb.String()
 }
+
+// KeyTag returns key's hash tag, the bytes between its first '{' and the
+// next '}', and whether it has a non-empty one: what Redis Cluster hashes
+// to pick the key's slot (a key without one is hashed whole). The two keys
+// of a Lease or a FlagWrite must have the same tag (see "Keys and
+// ownership"); HashTag(name) begins a key whose tag is never empty.
+func KeyTag(key string) (string, bool) {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return "", false
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return "", false
+	}
+	return key[i+1 : i+1+j], true
+}
+
+// sameTag reports whether keys a and b have the same non-empty hash tag.
+func sameTag(a, b string) bool {
+	ta, ok := KeyTag(a)
+	tb, okb := KeyTag(b)
+	return ok && okb && ta == tb
+}

@@ -36,16 +36,46 @@
 //
 // # Keys and ownership
 //
-// Keys are built by the adapters. The part of a key that scopes one
+// Keys are built by the adapters; no key may begin with ReservedPrefix,
+// which every backend refuses alike. The part of a key that scopes one
 // decision is wrapped in braces by HashTag, as in
 // "tide:lease:{orders}:fence", so that every key one decision touches
-// hashes to the same Redis Cluster slot whatever the name; the embedded
-// backend treats braces as ordinary bytes. A key written by a
+// hashes to the same Redis Cluster slot whatever the name. The two keys of
+// a Lease or a FlagWrite must share a non-empty hash tag (KeyTag): every
+// backend refuses other pairs with ErrInvalidArgument, the embedded one
+// and a single Redis node included, so that a decision that works on one
+// backend works on a Cluster too. Otherwise the embedded backend treats
+// braces as ordinary bytes. A key written by a
 // decision is owned by that decision kind: only decisions of the same kind
 // and Delete may touch it, and its stored encoding is the backend's own
 // business; a decision that finds a key written by another kind (or by
 // Set) reports ErrCorrupt and changes nothing, never reads it as its own, except the audit log of FlagWrite whose encoding is fixed (see
 // AppendLog) because adapters read it with Get.
+//
+// # Scopes
+//
+// A backend may be scoped by a key prefix (embedded.Config.Prefix,
+// redisstore.Config.Prefix), so that several applications or tenants
+// share one engine or one Redis: a scoped backend stores its key k as
+// prefix + k. A prefix is a name followed by one ':' ("billing:",
+// "tenant-42:"), the name holding no ':' and no '{', and not "tide"
+// (ValidatePrefix; a backend refuses any other with ErrInvalidArgument).
+// So the first ':' of a stored key ends its scope's prefix, and two
+// backends with different prefixes never name the same stored key,
+// whatever keys they are given: a key "b:x" in scope "a:" is stored as
+// "a:b:x", which no other scope can name, since "a:b:" is refused as a
+// prefix (nested scopes would be reachable from their parent; use one
+// name, "a-b:"). Every backend answers the same: a scoped backend's
+// Get, Set, Delete, CompareAndDelete and decisions reach only keys of its
+// scope (a decision's Key, FenceKey and AuditKey alike), and see none of
+// another scope's.
+//
+// A backend without a prefix is not a scope: it addresses the whole
+// keyspace, every scope's keys included, and scope "x:" reaches its keys
+// that begin with "x:" (never the adapters' default keys: they begin with
+// "tide:", which is refused as a prefix). Give every tenant of a shared
+// store a prefix, and an unscoped backend only to code trusted with all
+// of them.
 //
 // # TTLs
 //
@@ -56,16 +86,19 @@
 // skip the write) before it calls the store. One rule for every duration
 // the seam takes:
 //
-//	TTL argument                         > 0            NoTTL        0, other < 0
+//	TTL argument                         1ns..MaxTTL    NoTTL        0, other < 0, > MaxTTL
 //	SetOptions.TTL                       expire after   no TTL       ErrInvalidArgument (and ErrInvalidTTL)
 //	Lease.TTL (acquire, renew)           expire after   invalid      ErrInvalidArgument
 //	Idempotency.Lease, Retention (claim) expire after   invalid      ErrInvalidArgument
 //	FixedWindow, SlidingWindow.Window    window         invalid      ErrInvalidArgument
 //	TokenBucket.Interval                 refill step    invalid      ErrInvalidArgument
+//	TokenBucket.Capacity × Interval      horizon        -            ErrInvalidArgument if > MaxTTL
 //
-// A refused call changes nothing. The smallest TTL, 1 ns, is a TTL: a
-// backend with a coarser granularity rounds it up (Redis: to 1 ms), never
-// down to 0.
+// A refused call changes nothing. The bounds are the same on every backend
+// (the methods' Validate checks them): MaxTTL is accepted, MaxTTL+1ns is
+// not, on the embedded engine and on Redis alike. The smallest TTL, 1 ns,
+// is a TTL: a backend with a coarser granularity rounds it up (Redis: to
+// 1 ms), never down to 0.
 //
 // # Pinning and eviction
 //
@@ -106,10 +139,13 @@ import (
 // (SetOptions.TTL). It equals engine.NoTTL. See "TTLs" for the rule.
 const NoTTL time.Duration = -1
 
-// MaxTTL is the longest TTL adapters ask of a backend, and every backend
-// must accept: 100 years (the engine's deadlines are int64 nanoseconds
-// since 1970 and end in 2262). Adapters refuse, at construction, durations
-// that would need a longer one.
+// MaxTTL is the longest duration the seam takes: 100 years (the engine's
+// deadlines are int64 nanoseconds since 1970 and end in 2262). Every
+// backend accepts every TTL, window, interval and token bucket horizon up
+// to it, and refuses every longer one with ErrInvalidArgument (see "TTLs"),
+// whatever its clock or its arithmetic, so that a call has one answer on
+// every backend. Adapters refuse, at construction, durations that would
+// need a longer one.
 const MaxTTL = 100 * 365 * 24 * time.Hour
 
 // Item is a value with its metadata, as returned by Backend.Get.
@@ -131,9 +167,9 @@ type Item struct {
 // A write always sets the key's TTL: to TTL if positive, to none if NoTTL.
 type SetOptions struct {
 	// TTL, if positive, makes the key expire TTL from now (store time);
-	// NoTTL makes it never expire. 0 and every other negative are
-	// ErrInvalidArgument (also matching ErrInvalidTTL), with nothing
-	// written.
+	// NoTTL makes it never expire. 0, every other negative and anything
+	// over MaxTTL are ErrInvalidArgument (also matching ErrInvalidTTL),
+	// with nothing written.
 	TTL time.Duration
 	// IfAbsent makes the write happen only if the key does not exist.
 	IfAbsent bool
@@ -146,12 +182,12 @@ type SetOptions struct {
 }
 
 // Validate reports options Set must refuse, changing nothing: a TTL that
-// is neither positive nor NoTTL (an error wrapping both ErrInvalidArgument
-// and ErrInvalidTTL), or IfAbsent with IfVersion (ErrInvalidOptions). A
-// backend's Set starts with it.
+// is neither in 1ns..MaxTTL nor NoTTL (an error wrapping both
+// ErrInvalidArgument and ErrInvalidTTL), or IfAbsent with IfVersion
+// (ErrInvalidOptions). A backend's Set starts with it.
 func (o SetOptions) Validate() error {
-	if o.TTL <= 0 && o.TTL != NoTTL {
-		return fmt.Errorf("%w: %w: %v (want > 0, or NoTTL for no expiry)", ErrInvalidArgument, ErrInvalidTTL, o.TTL)
+	if (o.TTL <= 0 || o.TTL > MaxTTL) && o.TTL != NoTTL {
+		return fmt.Errorf("%w: %w: %v (want 0 < TTL ≤ %v, or NoTTL for no expiry)", ErrInvalidArgument, ErrInvalidTTL, o.TTL, MaxTTL)
 	}
 	if o.IfAbsent && o.IfVersion != 0 {
 		return fmt.Errorf("%w: IfAbsent with IfVersion %d", ErrInvalidOptions, o.IfVersion)

@@ -12,12 +12,13 @@
 // Time comes from the engine's clock (Engine.Clock), or from the clock
 // given in Config, which must then be the same one.
 //
-// Limits (store's "each backend documents its limits"): deadlines are
-// int64 nanoseconds since 1970, which end in 2262. A TTL, window, lease,
-// retention or token bucket horizon (Capacity × Interval) that would end
-// past that is store.ErrInvalidArgument (for a TTL, also
-// store.ErrInvalidTTL), with nothing changed. Every duration up to
-// store.MaxTTL is accepted.
+// Limits (store's "each backend documents its limits"): a TTL, window,
+// lease, retention or token bucket horizon (Capacity × Interval) is
+// accepted up to store.MaxTTL and refused beyond it, as on every backend
+// (store.ErrInvalidArgument; for a TTL, also store.ErrInvalidTTL; nothing
+// changed). Deadlines are int64 nanoseconds since 1970, which end in 2262:
+// on a clock past 2162 (a manual one), a duration up to MaxTTL whose
+// deadline would end past that is refused the same way.
 package embedded
 
 import (
@@ -40,32 +41,48 @@ type Config struct {
 	// the engine's own (Engine.Clock). Decisions read it; giving a
 	// different clock makes decisions and TTLs disagree.
 	Clock clock.Clock
+	// Prefix scopes the Backend: it is prepended to every key, so that
+	// Backends with different prefixes on one engine never reach each
+	// other's keys (store package doc, "Scopes": a name followed by one
+	// ':', "billing:"; store.ValidatePrefix). "" means no scope: the
+	// whole engine. The engine's key size limit applies to the prefixed
+	// key.
+	Prefix string
 }
 
 // Backend is store.Backend on an engine. Create it with New; its zero value
 // is not usable. It is safe for concurrent use; it
-// holds no state of its own, so several Backends on one engine behave as
-// one. Cost: a primitive costs one engine call; a decision costs two to
+// holds no state of its own, so several Backends on one engine with the
+// same Prefix behave as one. Cost: a primitive costs one engine call; a decision costs two to
 // four engine calls per attempt, plus one attempt per concurrent writer it
 // loses to.
 type Backend struct {
-	e   *engine.Engine
-	clk clock.Clock
+	e      *engine.Engine
+	clk    clock.Clock
+	prefix string
 }
 
 var _ store.Backend = (*Backend)(nil)
 
 // New returns a Backend for cfg.Engine, or an error wrapping
-// store.ErrInvalidArgument if it is nil.
+// store.ErrInvalidArgument if it is nil or cfg.Prefix is not a valid
+// prefix (store.ValidatePrefix).
 func New(cfg Config) (*Backend, error) {
 	if cfg.Engine == nil {
 		return nil, fmt.Errorf("%w: embedded.Config.Engine is nil", store.ErrInvalidArgument)
 	}
+	if err := store.ValidatePrefix(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("embedded.Config.Prefix: %w", err)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = cfg.Engine.Clock()
 	}
-	return &Backend{e: cfg.Engine, clk: cfg.Clock}, nil
+	return &Backend{e: cfg.Engine, clk: cfg.Clock, prefix: cfg.Prefix}, nil
 }
+
+// key returns the engine key of the caller's key k: k in the Backend's
+// scope.
+func (b *Backend) key(k string) string { return b.prefix + k }
 
 // Engine returns the underlying engine.
 func (b *Backend) Engine() *engine.Engine { return b.e }
@@ -88,7 +105,10 @@ func (b *Backend) Get(ctx context.Context, key string) (store.Item, bool, error)
 	if err := ctx.Err(); err != nil {
 		return store.Item{}, false, err
 	}
-	it, ok := b.e.GetItem(key)
+	if store.Reserved(key) {
+		return store.Item{}, false, b.closed()
+	}
+	it, ok := b.e.GetItem(b.key(key))
 	if !ok {
 		if b.e.Closed() {
 			return store.Item{}, false, store.ErrClosed
@@ -106,12 +126,29 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, o store.Set
 	if err := o.Validate(); err != nil {
 		return 0, false, err
 	}
+	if store.Reserved(key) {
+		return 0, false, reservedError(key)
+	}
 	eo := engine.SetOptions{TTL: engineTTL(o.TTL), IfVersion: o.IfVersion, Pin: o.Pin}
 	if o.IfAbsent {
 		eo.Only = engine.ConditionIfAbsent
 	}
-	v, ok, err := b.e.SetWith(key, value, eo)
+	v, ok, err := b.e.SetWith(b.key(key), value, eo)
 	return v, ok, fromEngine(err)
+}
+
+// reservedError is the error for a write of a reserved key (store.Reserved).
+func reservedError(k string) error {
+	return fmt.Errorf("%w: key %q begins with %q, reserved for backends' own keys", store.ErrInvalidArgument, k, store.ReservedPrefix)
+}
+
+// closed is the error of a call that finds nothing: store.ErrClosed if
+// the engine is closed (as for any call), else nil.
+func (b *Backend) closed() error {
+	if b.e.Closed() {
+		return store.ErrClosed
+	}
+	return nil
 }
 
 // engineTTL maps a store TTL to the engine's: store.NoTTL to engine.NoTTL
@@ -130,10 +167,10 @@ func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if version == engine.MustBeAbsent { // no key has it; DeleteWith would read it as AnyVersion
-		return false, nil
+	if version == engine.MustBeAbsent || store.Reserved(key) { // no key has it; DeleteWith would read it as AnyVersion
+		return false, b.closed()
 	}
-	_, ok, err := b.e.DeleteWith(key, engine.DeleteOptions{IfVersion: version})
+	_, ok, err := b.e.DeleteWith(b.key(key), engine.DeleteOptions{IfVersion: version})
 	return ok, deleteError(err)
 }
 
@@ -152,7 +189,10 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	_, ok, err := b.e.DeleteWith(key, engine.DeleteOptions{IfVersion: engine.AnyVersion})
+	if store.Reserved(key) {
+		return false, b.closed()
+	}
+	_, ok, err := b.e.DeleteWith(b.key(key), engine.DeleteOptions{IfVersion: engine.AnyVersion})
 	return ok, deleteError(err)
 }
 

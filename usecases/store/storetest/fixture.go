@@ -12,6 +12,9 @@
 //				Advance: storetest.SleepAdvance,
 //				Unit:    100 * time.Millisecond,
 //				Slack:   25 * time.Millisecond,
+//				Scope: func(prefix string) (store.Backend, error) {
+//					return newRedisBackendWithPrefix(prefix) // same server
+//				},
 //			}
 //		})
 //		storetest.RunUseCases(t, newFixture) // the adapters' suites
@@ -62,6 +65,12 @@ type Fixture struct {
 	// Slack is the tolerance on durations the backend reports. 0 means
 	// exact.
 	Slack time.Duration
+	// Scope returns another backend on the same store as Backend, scoped
+	// by prefix (its Config.Prefix; store package doc, "Scopes"), or the
+	// error its constructor gives for prefix. The suite uses each prefix
+	// in one case only, so that the keyspace under it is empty. nil means
+	// the backend has no scopes: the scoping case is skipped.
+	Scope func(prefix string) (store.Backend, error)
 
 	// late reports how much more real time a real-time fixture's case has
 	// taken so far than it asked Advance for (sleep overshoot plus the
@@ -108,7 +117,17 @@ func (f *Fixture) unit() time.Duration {
 func Embedded(t *testing.T) Fixture {
 	t.Helper()
 	b, clk := NewEmbedded(t)
-	return Fixture{Backend: b, Advance: func(d time.Duration) { clk.Advance(d) }}
+	return Fixture{
+		Backend: b,
+		Advance: func(d time.Duration) { clk.Advance(d) },
+		Scope: func(prefix string) (store.Backend, error) {
+			s, err := embedded.New(embedded.Config{Engine: b.Engine(), Clock: clk, Prefix: prefix})
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+	}
 }
 
 // NewEmbedded returns an embedded backend on a fresh engine and the manual

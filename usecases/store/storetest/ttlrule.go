@@ -92,7 +92,7 @@ func runTTLRule(t *testing.T, newFixture NewFunc) {
 			t.Error("a key written with TTL 1ns never expired")
 		}
 	})
-	t.Run("HugeTTLs", func(t *testing.T) { runHugeTTLs(t, newFixture) })
+	t.Run("Bounds", func(t *testing.T) { runTTLBounds(t, newFixture) })
 	t.Run("DecisionsRefuseZeroAndNegative", func(t *testing.T) {
 		f := newFixture(t)
 		b := f.Backend
@@ -154,96 +154,152 @@ func runTTLRule(t *testing.T, newFixture NewFunc) {
 	})
 }
 
-// runHugeTTLs checks durations far beyond MaxTTL (math.MaxInt64, whose
-// deadline overflows an int64 clock in nanoseconds): a backend may accept
-// them (the key then has a TTL, never none) or refuse them as parameters
-// its arithmetic cannot represent, with an error matching
-// ErrInvalidArgument (and, for Set, ErrInvalidTTL too) and nothing
-// changed; never another error, and never a wrapped deadline.
-func runHugeTTLs(t *testing.T, newFixture NewFunc) {
+// runTTLBounds checks the upper bound of every duration the seam takes
+// (store package doc, "TTLs"): store.MaxTTL, and anything shorter, is
+// accepted by every backend; anything longer (MaxTTL+1ns, MaxTTL+1ms,
+// math.MaxInt64) is ErrInvalidArgument (for Set, also ErrInvalidTTL), with
+// nothing changed, whatever the backend's clock or granularity. The same
+// bound holds for a token bucket's horizon, Capacity × Interval.
+func runTTLBounds(t *testing.T, newFixture NewFunc) {
 	ctx := context.Background()
-	const huge = time.Duration(math.MaxInt64)
 	f := newFixture(t)
-	b := f.Backend
-	u := f.unit()
-	refused := func(name string, err error, ttlToo bool) bool {
+	b, u := f.Backend, f.unit()
+	const maxTTL = store.MaxTTL
+	durations := []struct {
+		d    time.Duration
+		want bool // accepted
+	}{
+		{maxTTL, true},
+		{maxTTL - time.Nanosecond, true},
+		{maxTTL + time.Nanosecond, false},
+		{maxTTL + time.Microsecond, false},
+		{maxTTL + time.Millisecond, false},
+		{time.Duration(math.MaxInt64), false},
+	}
+	// A live lease and a claimed record that a refused renew or claim must
+	// leave as they were.
+	held := &store.Lease{Op: store.LeaseAcquire, Key: "lease:{held}", FenceKey: "lease:{held}:fence", Holder: "A", TTL: 50 * u}
+	decide(t, b.Lease, held)
+	// long checks a TTL reported for a duration d that was accepted: d, or
+	// at most an hour (real time spent, granularity) less; never more than
+	// d rounded up to a millisecond.
+	long := func(what string, got, d time.Duration) {
 		t.Helper()
-		if err == nil {
-			return false
+		if got > d+time.Millisecond || got < d-time.Hour {
+			t.Errorf("%s: reported %v, want about %v", what, got, d)
 		}
-		want := "ErrInvalidArgument"
-		if ttlToo {
-			want += " and ErrInvalidTTL"
-		}
-		if !errors.Is(err, store.ErrInvalidArgument) || (ttlToo && !errors.Is(err, store.ErrInvalidTTL)) {
-			t.Errorf("%s with a TTL of MaxInt64: got %v, want success or %s", name, err, want)
-		}
-		return true
 	}
-	for _, shape := range []struct {
-		name string
-		o    func(v uint64) store.SetOptions
-	}{
-		{"Set", func(uint64) store.SetOptions { return store.SetOptions{TTL: huge} }},
-		{"Set IfAbsent", func(uint64) store.SetOptions { return store.SetOptions{TTL: huge, IfAbsent: true} }},
-		{"Set IfVersion", func(v uint64) store.SetOptions { return store.SetOptions{TTL: huge, IfVersion: v} }},
-	} {
-		key := "{" + shape.name + "}"
-		var v uint64
-		if shape.name == "Set IfVersion" {
-			v = mustSet(t, b, key, "old", store.SetOptions{TTL: 50 * u})
-		}
-		_, ok, err := b.Set(ctx, key, []byte("new"), shape.o(v))
-		it, found, _ := b.Get(ctx, key)
+	check := func(name string, d time.Duration, want bool, err error, ttlToo bool) bool {
+		t.Helper()
 		switch {
-		case refused(shape.name, err, true):
-			if v == 0 && found {
-				t.Errorf("%s: a refused write created the key", shape.name)
-			}
-			if v != 0 && (!found || string(it.Value) != "old" || it.Version != v) {
-				t.Errorf("%s: a refused write changed the key: got (%q, v%d, found %v), want (\"old\", v%d)", shape.name, it.Value, it.Version, found, v)
-			}
-		case !ok:
-			t.Errorf("%s: got ok false, want the write to happen", shape.name)
-		case !found || string(it.Value) != "new" || it.TTL <= 0:
-			t.Errorf("%s: got (%q, ttl %v, found %v), want (\"new\", a positive TTL)", shape.name, it.Value, it.TTL, found)
+		case want && err != nil:
+			t.Errorf("%s with %v (MaxTTL%+d ns): got %v, want it accepted", name, d, int64(d-maxTTL), err)
+		case !want && (!errors.Is(err, store.ErrInvalidArgument) || ttlToo && !errors.Is(err, store.ErrInvalidTTL)):
+			t.Errorf("%s with %v (MaxTTL%+d ns): got %v, want ErrInvalidArgument%s", name, d, int64(d-maxTTL), err, map[bool]string{true: " and ErrInvalidTTL"}[ttlToo])
+		default:
+			return err == nil
+		}
+		return false
+	}
+	absent := func(name, key string) {
+		t.Helper()
+		if _, found, _ := b.Get(ctx, key); found {
+			t.Errorf("%s: a refused call created %q", name, key)
 		}
 	}
-	ld := &store.Lease{Op: store.LeaseAcquire, Key: "lease:{r}", FenceKey: "lease:{r}:fence", Holder: "A", TTL: 50 * u}
-	decide(t, b.Lease, ld)
+	for i, c := range durations {
+		d := c.d
+		key := func(s string) string { return fmt.Sprintf("%s:{%d}", s, i) }
+		// Set, in each of its three shapes.
+		_, ok, err := b.Set(ctx, key("set"), []byte("x"), store.SetOptions{TTL: d})
+		if check("Set", d, c.want, err, true) && ok {
+			it, _, _ := b.Get(ctx, key("set"))
+			long("Set's TTL", it.TTL, d)
+		} else if !c.want {
+			absent("Set", key("set"))
+		}
+		_, _, err = b.Set(ctx, key("setnx"), []byte("x"), store.SetOptions{TTL: d, IfAbsent: true})
+		if !check("Set IfAbsent", d, c.want, err, true) && !c.want {
+			absent("Set IfAbsent", key("setnx"))
+		}
+		v := mustSet(t, b, key("cas"), "old", store.SetOptions{TTL: 50 * u})
+		_, _, err = b.Set(ctx, key("cas"), []byte("new"), store.SetOptions{TTL: d, IfVersion: v})
+		if !check("Set IfVersion", d, c.want, err, true) && !c.want {
+			if it, _, _ := b.Get(ctx, key("cas")); string(it.Value) != "old" || it.Version != v {
+				t.Errorf("Set IfVersion with %v: a refused write changed the key to (%q, v%d)", d, it.Value, it.Version)
+			}
+		}
+		// Lease: acquire, and renew of a held lease.
+		la := &store.Lease{Op: store.LeaseAcquire, Key: key("lease"), FenceKey: key("lease") + ":fence", Holder: "B", TTL: d}
+		if check("Lease acquire", d, c.want, b.Lease(ctx, la), false) {
+			long("Lease acquire's TTL", la.Current.TTL, d)
+		} else if !c.want {
+			absent("Lease acquire", key("lease"))
+		}
+		lr := &store.Lease{Op: store.LeaseRenew, Key: held.Key, FenceKey: held.FenceKey, Holder: "A", Token: held.Current.Token, TTL: d}
+		if check("Lease renew", d, c.want, b.Lease(ctx, lr), false) {
+			long("Lease renew's TTL", lr.Current.TTL, d)
+			back := &store.Lease{Op: store.LeaseRenew, Key: held.Key, FenceKey: held.FenceKey, Holder: "A", Token: held.Current.Token, TTL: 50 * u}
+			decide(t, b.Lease, back)
+		} else if !c.want {
+			in := &store.Lease{Op: store.LeaseInspect, Key: held.Key, FenceKey: held.FenceKey}
+			decide(t, b.Lease, in)
+			if !in.OK || in.Current.Holder != "A" || in.Current.TTL > 50*u {
+				t.Errorf("Lease renew with %v: a refused renew changed the lease to %+v", d, in.Current)
+			}
+		}
+		// Idempotency claim: the lease and the retention at d, and the
+		// retention alone.
+		ic := &store.Idempotency{Op: store.IdemClaim, Key: key("idem"), Fingerprint: []byte("fp"), Owner: "A", Lease: d, Retention: d}
+		if check("Idempotency claim (lease and retention)", d, c.want, b.Idempotency(ctx, ic), false) {
+			long("Idempotency claim's TTL", ic.TTL, d)
+		} else if !c.want {
+			absent("Idempotency claim", key("idem"))
+		}
+		ir := &store.Idempotency{Op: store.IdemClaim, Key: key("idem2"), Fingerprint: []byte("fp"), Owner: "A", Lease: u, Retention: d}
+		if check("Idempotency claim (retention)", d, c.want, b.Idempotency(ctx, ir), false) {
+			long("Idempotency claim's TTL", ir.TTL, d)
+		} else if !c.want {
+			absent("Idempotency claim (retention)", key("idem2"))
+		}
+		// The limiters' windows and interval.
+		fw := &store.FixedWindow{Key: key("fw"), Limit: 5, Window: d, Cost: 1}
+		if check("FixedWindow", d, c.want, b.FixedWindow(ctx, fw), false) {
+			long("FixedWindow's reset", fw.Reset, d)
+		} else if !c.want {
+			absent("FixedWindow", key("fw"))
+		}
+		sw := &store.SlidingWindow{Key: key("sw"), Limit: 5, Window: d, Cost: 1}
+		if check("SlidingWindow", d, c.want, b.SlidingWindow(ctx, sw), false) {
+			long("SlidingWindow's reset", sw.Reset, d)
+		} else if !c.want {
+			absent("SlidingWindow", key("sw"))
+		}
+		tb := &store.TokenBucket{Key: key("tb"), Capacity: 1, Interval: d, Cost: 1}
+		if check("TokenBucket interval", d, c.want, b.TokenBucket(ctx, tb), false) {
+			long("TokenBucket's reset", tb.Reset, d)
+		} else if !c.want {
+			absent("TokenBucket", key("tb"))
+		}
+	}
+	// A token bucket's horizon, Capacity × Interval, has the same bound.
 	for _, c := range []struct {
-		name string
-		key  string // a key the call must not create if it refuses
-		run  func() error
+		capacity int64
+		interval time.Duration
+		want     bool
 	}{
-		{"Lease acquire", "lease:{s}", func() error {
-			return b.Lease(ctx, &store.Lease{Op: store.LeaseAcquire, Key: "lease:{s}", FenceKey: "lease:{s}:fence", Holder: "B", TTL: huge})
-		}},
-		{"Lease renew", "", func() error {
-			return b.Lease(ctx, &store.Lease{Op: store.LeaseRenew, Key: "lease:{r}", FenceKey: "lease:{r}:fence", Holder: "A", Token: ld.Current.Token, TTL: huge})
-		}},
-		{"Idempotency claim", "{idem}", func() error {
-			return b.Idempotency(ctx, &store.Idempotency{Op: store.IdemClaim, Key: "{idem}", Fingerprint: []byte("fp"), Owner: "B", Lease: huge, Retention: huge})
-		}},
-		{"FixedWindow", "{fw}", func() error {
-			return b.FixedWindow(ctx, &store.FixedWindow{Key: "{fw}", Limit: 5, Window: huge, Cost: 1})
-		}},
-		{"SlidingWindow", "{sw}", func() error {
-			return b.SlidingWindow(ctx, &store.SlidingWindow{Key: "{sw}", Limit: 5, Window: huge, Cost: 1})
-		}},
-		{"TokenBucket", "{tb}", func() error {
-			return b.TokenBucket(ctx, &store.TokenBucket{Key: "{tb}", Capacity: 1, Interval: huge, Cost: 1})
-		}},
+		{2, maxTTL / 2, true},
+		{1000, maxTTL / 1000, true},
+		{2, maxTTL/2 + time.Nanosecond, false},
+		{2, maxTTL/2 + time.Millisecond, false},
+		{1000, maxTTL/1000 + time.Microsecond, false},
 	} {
-		if refused(c.name, c.run(), false) && c.key != "" {
-			if _, found, _ := b.Get(ctx, c.key); found {
-				t.Errorf("%s: a refused decision created %q", c.name, c.key)
-			}
+		d := time.Duration(c.capacity) * c.interval
+		tb := &store.TokenBucket{Key: fmt.Sprintf("tb:{%d×%d}", c.capacity, c.interval), Capacity: c.capacity, Interval: c.interval, Cost: 1}
+		if check(fmt.Sprintf("TokenBucket %d × %v", c.capacity, c.interval), d, c.want, b.TokenBucket(ctx, tb), false) {
+			long("TokenBucket's reset", tb.Reset, c.interval)
+		} else if !c.want {
+			absent("TokenBucket", tb.Key)
 		}
-	}
-	in := &store.Lease{Op: store.LeaseInspect, Key: "lease:{r}", FenceKey: "lease:{r}:fence"}
-	decide(t, b.Lease, in)
-	if !in.OK || in.Current.Holder != "A" || in.Current.TTL <= 0 {
-		t.Errorf("after a renew with a TTL of MaxInt64: got %+v, want A's lease with a positive TTL", in.Current)
 	}
 }
