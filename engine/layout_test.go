@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -381,6 +383,43 @@ func TestRecordWidthFollowsTheLengths(t *testing.T) {
 			last := tt.steps[len(tt.steps)-1]
 			if got, ok := e.Get(key(last.klen)); !ok || !bytes.Equal(got, val(last.vlen)) {
 				t.Fatalf("after a rebuild: Get = %d bytes, %v; want %d", len(got), ok, last.vlen)
+			}
+		})
+	}
+}
+
+// An optimistic reader may read a header from a stale view (a table word
+// naming an offset inside another record), so probe must refuse any
+// lengths that run past the arena, however large, and never hand them to
+// a copy. The record of key "k" is doctored into such a header: flagWide
+// set, its "wide word" (the key's bytes) a key length of 1 and a value
+// length near 2^32, and its "key" (the value's first byte) 'k'.
+func TestProbeRefusesLengthsPastTheArena(t *testing.T) {
+	for _, vl := range []uint64{1 << 31, 1<<32 - 8, 1<<32 - 7, 1<<32 - 1} {
+		t.Run(fmt.Sprint(vl), func(t *testing.T) {
+			e, _ := newTest(t, Config{Shards: 1})
+			if _, err := e.Set("k", []byte("k-and-more-bytes")); err != nil {
+				t.Fatal(err)
+			}
+			s, h := e.shardFor("k")
+			s.mu.Lock()
+			slot, ok := s.findLocked("k", h)
+			if !ok {
+				t.Fatal("k not found")
+			}
+			en := s.at(slot)
+			m, w := hdr64(s.arena, en.off+hdrMeta), hdr64(s.arena, en.off+hdrWide)
+			m0, w0 := atomic.LoadUint64(m), atomic.LoadUint64(w)
+			atomic.StoreUint64(m, m0|flagWide<<56)
+			atomic.StoreUint64(w, vl|1<<32)
+			s.mu.Unlock()
+			_, _, _, gotVL, _, r := s.probe("k", h)
+			s.mu.Lock()
+			atomic.StoreUint64(m, m0)
+			atomic.StoreUint64(w, w0)
+			s.mu.Unlock()
+			if r == peekHit {
+				t.Fatalf("probe took a header whose %d-byte value runs past the %d-byte arena: hit, value length %d", vl, len(s.arena), gotVL)
 			}
 		})
 	}

@@ -335,7 +335,9 @@ probing:
 		// lengths read from a compact meta word fit a compact header, so
 		// the header's length by the flags alone bounds it (recSize also
 		// asks widthFlag, for writers' lengths).
-		if uint64(off)+uint64(hdrLen(kw>>24))+uint64(pad8(kl))+uint64(pad8(vl)) > uint64(len(p.arena)) {
+		// In 64 bits: a value length from a stale view may be near 2^32,
+		// where pad8 in 32 bits wraps to 0.
+		if uint64(off)+uint64(hdrLen(kw>>24))+pad8(uint64(kl))+pad8(uint64(vl)) > uint64(len(p.arena)) {
 			return nil, 0, 0, 0, 0, peekRetry
 		}
 		// Is the key at keyAt (8-byte aligned, padded to 8) key? Its
