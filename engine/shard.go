@@ -233,10 +233,13 @@ func (s *shard) findRecordLocked(key string, hash uint64) (slot, off uint32, ok 
 		off := refOff(ref)
 		// The meta word is read atomically: a View may set flagViewed
 		// without the exclusive lock.
-		en := entry{s, 0, off}
-		if kw, _ := en.lengths(); int(kw&maxKeyLen) == len(key) &&
-			string(s.arena[keyAt(off, kw):keyAt(off, kw)+kw&maxKeyLen]) == key {
-			return uint32(en.meta()), off, true
+		m := atomic.LoadUint64(hdr64(s.arena, off+hdrMeta))
+		kw, _, ok := metaKW(m)
+		if !ok {
+			kw, _ = entry{s, 0, off}.lengths()
+		}
+		if int(kw&maxKeyLen) == len(key) && string(s.arena[keyAt(off, kw):keyAt(off, kw)+kw&maxKeyLen]) == key {
+			return uint32(m), off, true
 		}
 	}
 }
@@ -487,17 +490,20 @@ func (s *shard) syncPolicyLocked(en entry, hash uint64, oldSize int64, written b
 		s.addEvictableLocked(-oldSize)
 		en.setFlags(en.flags() &^ flagTracked)
 	case !was && now:
-		s.pol.Add(h, evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()})
-		s.addEvictableLocked(en.size())
+		size := sizeOf(en.lengths())
+		s.pol.Add(h, evict.Entry{Hash: hash, Size: size, Deadline: en.deadline()})
+		s.addEvictableLocked(size)
 		en.setFlags(en.flags() | flagTracked)
-	case was && now && (written || oldSize != en.size()):
-		u := evict.Entry{Hash: hash, Size: en.size(), Deadline: en.deadline()}
-		if deferred {
-			s.pending = pendingUpdate{ok: true, h: h, e: u}
-		} else {
-			s.pol.Update(h, u)
+	case was && now:
+		if size := sizeOf(en.lengths()); written || oldSize != size {
+			u := evict.Entry{Hash: hash, Size: size, Deadline: en.deadline()}
+			if deferred {
+				s.pending = pendingUpdate{ok: true, h: h, e: u}
+			} else {
+				s.pol.Update(h, u)
+			}
+			s.addEvictableLocked(size - oldSize)
 		}
-		s.addEvictableLocked(en.size() - oldSize)
 	}
 }
 
@@ -517,19 +523,21 @@ func (s *shard) removeLocked(slot uint32, hash uint64, cause Cause, ev *[]Remova
 	}
 	s.tab.Delete(table.Tag(hash), recRef(en.off))
 	hadTTL := en.deadline() != 0
-	if en.flags()&flagTracked != 0 {
+	kw, vl := en.lengths()
+	size := sizeOf(kw, vl)
+	if kw>>24&flagTracked != 0 {
 		s.flushPendingLocked()
 		s.pol.Remove(evict.Handle(slot))
-		s.addEvictableLocked(-en.size())
+		s.addEvictableLocked(-size)
 	}
-	s.addBytesLocked(-en.size())
+	s.addBytesLocked(-size)
 	switch {
 	case s.retaining:
-		s.retained += en.size()
+		s.retained += size
 	case s.b != nil:
-		s.b.used.Add(-en.size())
+		s.b.used.Add(-size)
 	}
-	s.garbage += en.recLen()
+	s.garbage += recSize(int(kw&maxKeyLen), int(vl), kw>>24)
 	s.live--
 	switch cause {
 	case CauseExpired:

@@ -125,7 +125,7 @@ func (s *shard) writeLocked(key string, h uint64, slot uint32, found bool, value
 	}
 	var oldSize int64
 	if found {
-		oldSize = s.at(slot).size()
+		oldSize = sizeOf(s.at(slot).lengths())
 	}
 	if err := s.arenaRoomLocked(int64(recSize(len(key), len(value), flagDeadline))); err != nil {
 		return 0, false, err
@@ -166,7 +166,7 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 	var oldSize, oldDeadline int64
 	if found {
 		old := s.at(slot)
-		oldSize, oldDeadline = old.size(), old.deadline()
+		oldSize, oldDeadline = sizeOf(old.lengths()), old.deadline()
 	}
 	s.version++
 	s.writes++
@@ -226,13 +226,14 @@ func (s *shard) applyWriteLocked(key string, h uint64, slot uint32, found bool, 
 			en.setFlags(en.flags() | flagPinned)
 		}
 		en = s.setDeadlineLocked(en, deadline)
-		s.addBytesLocked(en.size() - oldSize)
+		size := sizeOf(en.lengths())
+		s.addBytesLocked(size - oldSize)
 		// An overwrite that keeps the entry's size and deadline is only
 		// an access for the policy: it counts toward the shard's calm as
 		// a read hit does (a cache only overwritten is not filling), and
 		// a calm shard hands the policy such overwrites of one exclusive
 		// lock in calmSample (calmPick of the lock count; see readlog.go).
-		same := en.size() == oldSize && en.deadline() == oldDeadline
+		same := size == oldSize && en.deadline() == oldDeadline
 		if same && s.calmHits < s.live {
 			s.calmHits++
 		}
