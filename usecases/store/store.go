@@ -37,7 +37,8 @@
 // # Keys and ownership
 //
 // Keys are built by the adapters; no key may begin with ReservedPrefix,
-// which every backend refuses alike. The part of a key that scopes one
+// or with a scope's prefix followed by it (Reserved), which every backend
+// refuses alike. The part of a key that scopes one
 // decision is wrapped in braces by HashTag, as in
 // "tide:lease:{orders}:fence", so that every key one decision touches
 // hashes to the same Redis Cluster slot whatever the name. The two keys of
