@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,5 +236,73 @@ func TestUserIndexIsPerPrefix(t *testing.T) {
 	}
 	if n, err := m1.DestroyAll(ctx, "alice"); n != 1 || err != nil {
 		t.Errorf("DestroyAll in app1: got (%d, %v), want (1, nil)", n, err)
+	}
+}
+
+// cancelAfterIndex is a backend that cancels a sign-in's context once its
+// index entry is written, as a client that hangs up mid-request does.
+type cancelAfterIndex struct {
+	session.Backend
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterIndex) Set(ctx context.Context, key string, value []byte, o store.SetOptions) (uint64, bool, error) {
+	v, ok, err := c.Backend.Set(ctx, key, value, o)
+	if c.cancel != nil && strings.HasPrefix(key, "tide:sess:user:") {
+		c.cancel()
+	}
+	return v, ok, err
+}
+
+// A sign-in whose caller gave up after its index entry was written (the
+// client hung up) wrote no record, and left its entry behind: a pending
+// entry, taken for a sign-in in flight for a minute. At MaxUserSessions 1
+// the user's next sign-ins failed with ErrTooManySessions for that
+// minute; with the default, a hundred hang-ups locked the user out. The
+// sign-in now removes its entry when its context is done before the
+// record is written (nothing can write that record any more).
+func TestCancelledSignInLeavesNoPendingEntry(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// left is how many entries the index holds after the cancelled
+		// sign-in: a Create made room first (revoking the live session),
+		// a Login or Rotate of the live session replaces it.
+		left   int
+		signIn func(m *session.Manager, ctx context.Context, s *session.Session) error
+	}{
+		{"Create", 0, func(m *session.Manager, ctx context.Context, _ *session.Session) error {
+			_, err := m.Create(ctx, "alice", "", nil)
+			return err
+		}},
+		{"Login", 1, func(m *session.Manager, ctx context.Context, s *session.Session) error {
+			_, err := m.Login(ctx, s, "alice", "", nil)
+			return err
+		}},
+		{"Rotate", 1, func(m *session.Manager, ctx context.Context, s *session.Session) error {
+			return m.Rotate(ctx, s)
+		}},
+	} {
+		b, _ := storetest.NewEmbedded(t)
+		cb := &cancelAfterIndex{Backend: b}
+		m, err := session.New(session.Config{Backend: cb, MaxUserSessions: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.Create(context.Background(), "alice", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cb.cancel = cancel
+		if err := c.signIn(m, ctx, s); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: cancelled sign-in: got %v, want context.Canceled", c.name, err)
+		}
+		cb.cancel = nil
+		if got := indexLen(t, b, "alice"); got != c.left {
+			t.Errorf("%s: index after the cancelled sign-in: got %d entries, want %d (no pending one)", c.name, got, c.left)
+		}
+		if _, err := m.Create(context.Background(), "alice", "", nil); err != nil {
+			t.Errorf("%s: Create after the cancelled sign-in: got %v, want nil", c.name, err)
+		}
 	}
 }

@@ -100,7 +100,8 @@
 // user's own session) replaces its session instead. An entry younger than
 // a minute without a record may be a sign-in still being written: it is
 // never dropped, and a sign-in that finds only such entries fails with
-// ErrTooManySessions.
+// ErrTooManySessions. (A sign-in whose context ends before its record is
+// written removes its own entry: a client that hangs up leaves none.)
 //
 // # Eviction
 //
@@ -649,6 +650,17 @@ func (m *Manager) insert(ctx context.Context, s *Session, now time.Time, replaci
 		h := handle(id)
 		if err := m.indexAdd(ctx, s.UserID, h, s.Deadline, replacing); err != nil {
 			return err
+		}
+		if err := ctx.Err(); err != nil {
+			// The caller gave up (a client hung up): no record will be
+			// written under h, so its entry goes, or it would pass for a
+			// sign-in in flight for pendingGrace and count against
+			// MaxUserSessions (a few hang-ups would lock the user out).
+			// Once the record's write is sent it stays: the write may
+			// land.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			return errors.Join(err, m.indexRemove(dctx, s.UserID, h))
 		}
 		v, ok, err := m.cfg.Backend.Set(ctx, m.key(h), enc, store.SetOptions{IfAbsent: true, TTL: ttl, Pin: m.cfg.Pin})
 		if err != nil {
