@@ -81,7 +81,10 @@ func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]inde
 			// last is after now (due entries were dropped above), so the
 			// TTL is at least 1 ns: an index whose entries are all due is
 			// deleted above, never written with a TTL of 0.
-			o := store.SetOptions{TTL: last.Sub(now), Pin: m.cfg.Pin}
+			// Pinned whatever Config.Pin says (see "Eviction"): an
+			// index evicted while its sessions live would hide them
+			// from DestroyAll and from MaxUserSessions.
+			o := store.SetOptions{TTL: last.Sub(now), Pin: true}
 			if v == 0 {
 				o.IfAbsent = true
 			} else {

@@ -105,10 +105,18 @@
 //
 // # Eviction
 //
-// With Config.Pin the records and indexes are pinned: never evicted,
-// removed only by expiry or revocation. Without it (the default) an
-// evicted session is a forced logout: the next Load misses and the user
-// signs in again; nothing else breaks.
+// With Config.Pin the records are pinned: never evicted, removed only by
+// expiry or revocation. Without it (the default) an evicted session is a
+// forced logout: the next Load misses and the user signs in again;
+// nothing else breaks. A user's index is pinned either way: it is read
+// only at sign-in, List and DestroyAll, so an eviction policy would take
+// it long before the record of a session in use, and an evicted index
+// would hide that session from DestroyAll and from MaxUserSessions. It
+// costs at most MaxUserSessions entries (about 150 bytes each) per
+// signed-in user, and expires with the user's last session. A store that
+// cannot pin (Redis) must not evict it either: run it with
+// maxmemory-policy noeviction, or DestroyAll may miss sessions under
+// memory pressure.
 //
 // # Store failure
 //
@@ -248,7 +256,8 @@ type Config struct {
 	// hex digits (a record) and Prefix + "user:" + 64 hex digits (a user's
 	// index), so Managers on "app:" and "app:user:" would share keys.
 	Prefix string
-	// Pin exempts sessions and indexes from eviction.
+	// Pin exempts sessions from eviction. Users' indexes are always
+	// pinned (see "Eviction").
 	Pin bool
 	// MaxUserSessions bounds each user's sessions (and so the user's
 	// index, one store value that every sign-in rewrites and DestroyAll
