@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -303,6 +304,70 @@ func TestCancelledSignInLeavesNoPendingEntry(t *testing.T) {
 		}
 		if _, err := m.Create(context.Background(), "alice", "", nil); err != nil {
 			t.Errorf("%s: Create after the cancelled sign-in: got %v, want nil", c.name, err)
+		}
+	}
+}
+
+// otherCodec is a Codec that reads no record JSON wrote: a Manager after a
+// change of Codec, facing the sessions of the one before.
+type otherCodec struct{ session.JSON }
+
+func (otherCodec) Marshal(r *session.Record) ([]byte, error) {
+	b, err := session.JSON{}.Marshal(r)
+	return append([]byte("v2"), b...), err
+}
+
+func (otherCodec) Unmarshal(data []byte, r *session.Record) error {
+	rest, ok := bytes.CutPrefix(data, []byte("v2"))
+	if !ok {
+		return errors.New("not a v2 record")
+	}
+	return session.JSON{}.Unmarshal(rest, r)
+}
+
+// After a change of Codec, the records written before cannot be decoded:
+// List and a sign-in at the limit took their index entries for another
+// user's and dropped them, leaving the records in place. Rolled back to
+// the old Codec, those sessions loaded again, listed in no index:
+// DestroyAll missed them, and they counted against no limit. Now List
+// keeps such an entry (it leaves at its deadline, or when DestroyAll
+// revokes it), and a sign-in that must make room revokes its record
+// before dropping it, as it does a live session's.
+func TestUndecodableSessionStaysIndexed(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		run  func(m2 *session.Manager) error
+		// revoked: the step revoked the old session itself.
+		revoked bool
+	}{
+		{"List", func(m2 *session.Manager) error { _, err := m2.List(ctx, "alice"); return err }, false},
+		{"Create at the limit", func(m2 *session.Manager) error { _, err := m2.Create(ctx, "alice", "", nil); return err }, true},
+	} {
+		b, clk := storetest.NewEmbedded(t)
+		m1, _ := session.New(session.Config{Backend: b, MaxUserSessions: 1})
+		m2, _ := session.New(session.Config{Backend: b, MaxUserSessions: 1, Codec: otherCodec{}})
+		old, err := m1.Create(ctx, "alice", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(2 * time.Minute) // past the grace of a sign-in in flight
+		if err := c.run(m2); err != nil {
+			t.Fatalf("%s with the new Codec: %v", c.name, err)
+		}
+		// Rolled back: the old Codec reads the old session again.
+		_, live, _ := m1.Load(ctx, old.ID)
+		if live == c.revoked {
+			t.Errorf("%s: the old session after it: live %v, want %v", c.name, live, !c.revoked)
+		}
+		if !live {
+			continue
+		}
+		if n, err := m1.DestroyAll(ctx, "alice"); err != nil || n < 1 {
+			t.Errorf("%s: DestroyAll with the old Codec: got (%d, %v), want the old session revoked", c.name, n, err)
+		}
+		if _, ok, _ := m1.Load(ctx, old.ID); ok {
+			t.Errorf("%s: the old session survived DestroyAll", c.name)
 		}
 	}
 }

@@ -959,7 +959,8 @@ func (m *Manager) DestroyAll(ctx context.Context, userID string) (int, error) {
 // List returns userID's live sessions, oldest first, and prunes the index
 // of dead ones: entries whose record is gone and that were added more than
 // pendingGrace ago (a younger one may be a Create in flight, whose record
-// is about to be written).
+// is about to be written). A record the Codec cannot decode is not listed
+// and its entry stays (DestroyAll revokes it).
 func (m *Manager) List(ctx context.Context, userID string) ([]Info, error) {
 	idx, _, err := m.readIndex(ctx, userID)
 	if err != nil {
@@ -983,7 +984,13 @@ func (m *Manager) List(ctx context.Context, userID string) ([]Info, error) {
 			}
 			continue
 		}
-		if m.cfg.Codec.Unmarshal(it.Value, &r) != nil || r.UserID != userID {
+		if err := m.cfg.Codec.Unmarshal(it.Value, &r); err != nil {
+			// Not listable, but not dead either: another Codec's record
+			// (before a change of Codec) stays indexed, so that
+			// DestroyAll still revokes it.
+			continue
+		}
+		if r.UserID != userID {
 			dead = append(dead, e.Handle)
 			continue
 		}
