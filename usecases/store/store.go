@@ -72,8 +72,9 @@
 // another scope's.
 //
 // A backend without a prefix is not a scope: it addresses the whole
-// keyspace, every scope's keys included, and scope "x:" reaches its keys
-// that begin with "x:" (never the adapters' default keys: they begin with
+// keyspace, every scope's keys included (but not a scope's own
+// bookkeeping, "x:" + ReservedPrefix + …, which Reserved refuses on every
+// backend), and scope "x:" reaches its keys that begin with "x:" (never the adapters' default keys: they begin with
 // "tide:", which is refused as a prefix). Give every tenant of a shared
 // store a prefix, and an unscoped backend only to code trusted with all
 // of them.
