@@ -65,3 +65,41 @@ func TestCounterKeysUnreachable(t *testing.T) {
 }
 
 func third[A, B any](_ A, _ B, err error) error { return err }
+
+// TestCounterKeysUnreachableFromNoScope: a backend without a prefix
+// addresses every scope's keys (store doc, "Scopes"), but not a scope's
+// version counters: its key "p:tide:ver:{0}" is scope "p:"'s counter of
+// slot crc16("0"). Before such keys were reserved on every backend, a Set
+// of it there replaced the counter with a hash, and every later write of
+// scope "p:" in that slot failed (ErrCorrupt, WRONGTYPE in nextver).
+func TestCounterKeysUnreachableFromNoScope(t *testing.T) {
+	ctx := context.Background()
+	srv := redisserver.Start(t)
+	c := srv.Client(t)
+	all, err := redisstore.New(redisstore.Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := redisstore.New(redisstore.Config{Client: c, Prefix: "p:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, ok, err := p.Set(ctx, "user{0}", []byte("before"), store.SetOptions{TTL: store.NoTTL})
+	if !ok || err != nil {
+		t.Fatalf("scope p: Set: got (%v, %v), want (true, nil)", ok, err)
+	}
+	k := "p:" + store.ReservedPrefix + "{0}"
+	if _, ok, err := all.Set(ctx, k, []byte("x"), store.SetOptions{TTL: store.NoTTL}); ok || !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("no scope: Set(%q): got (%v, %v), want ErrInvalidArgument", k, ok, err)
+	}
+	after, ok, err := p.Set(ctx, "user{0}", []byte("after"), store.SetOptions{TTL: store.NoTTL})
+	if !ok || err != nil || after <= before {
+		t.Errorf("scope p: Set after the unscoped Set: got (v%d, %v, %v), want (a version above v%d, true, nil)", after, ok, err, before)
+	}
+	if _, found, err := all.Get(ctx, k); found || err != nil {
+		t.Errorf("no scope: Get(%q): got (%v, %v), want a miss", k, found, err)
+	}
+	if ok, err := all.Delete(ctx, k); ok || err != nil {
+		t.Errorf("no scope: Delete(%q): got (%v, %v), want (false, nil)", k, ok, err)
+	}
+}

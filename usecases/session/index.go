@@ -81,7 +81,10 @@ func (m *Manager) modifyIndex(ctx context.Context, userID string, fn func([]inde
 			// last is after now (due entries were dropped above), so the
 			// TTL is at least 1 ns: an index whose entries are all due is
 			// deleted above, never written with a TTL of 0.
-			o := store.SetOptions{TTL: last.Sub(now), Pin: m.cfg.Pin}
+			// Pinned whatever Config.Pin says (see "Eviction"): an
+			// index evicted while its sessions live would hide them
+			// from DestroyAll and from MaxUserSessions.
+			o := store.SetOptions{TTL: last.Sub(now), Pin: true}
 			if v == 0 {
 				o.IfAbsent = true
 			} else {
@@ -120,8 +123,9 @@ func (m *Manager) indexAdd(ctx context.Context, userID, h string, deadline time.
 // MaxUserSessions−1 entries besides replacing. If idx is full it visits the
 // entries oldest first, and drops those whose session is gone (no record
 // and older than pendingGrace, or a record that is not this user's), then
-// revokes the oldest live sessions (record first, then entry, so that no
-// live session ever leaves the index) until there is room. An entry
+// revokes the oldest live sessions, and those whose record the Codec
+// cannot decode (record first, then entry, so that no session ever leaves
+// the index while its record exists) until there is room. An entry
 // without a record younger than pendingGrace may be a Create in flight: it
 // stays, and if only such entries are left, makeRoom fails with
 // ErrTooManySessions.
@@ -162,8 +166,12 @@ func (m *Manager) makeRoom(ctx context.Context, userID string, idx []indexEntry,
 			}
 			continue
 		}
+		// A record this Codec cannot decode (another Codec's, before a
+		// change of Codec) is revoked like a live session: dropped
+		// unrevoked, it would be a session in no index once the Codec
+		// that reads it is back.
 		var r Record
-		if m.cfg.Codec.Unmarshal(it.Value, &r) != nil || r.UserID != userID {
+		if m.cfg.Codec.Unmarshal(it.Value, &r) == nil && r.UserID != userID {
 			drop[e.Handle] = true // not this user's session
 			n--
 			continue

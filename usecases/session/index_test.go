@@ -1,12 +1,14 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,5 +237,137 @@ func TestUserIndexIsPerPrefix(t *testing.T) {
 	}
 	if n, err := m1.DestroyAll(ctx, "alice"); n != 1 || err != nil {
 		t.Errorf("DestroyAll in app1: got (%d, %v), want (1, nil)", n, err)
+	}
+}
+
+// cancelAfterIndex is a backend that cancels a sign-in's context once its
+// index entry is written, as a client that hangs up mid-request does.
+type cancelAfterIndex struct {
+	session.Backend
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterIndex) Set(ctx context.Context, key string, value []byte, o store.SetOptions) (uint64, bool, error) {
+	v, ok, err := c.Backend.Set(ctx, key, value, o)
+	if c.cancel != nil && strings.HasPrefix(key, "tide:sess:user:") {
+		c.cancel()
+	}
+	return v, ok, err
+}
+
+// A sign-in whose caller gave up after its index entry was written (the
+// client hung up) wrote no record, and left its entry behind: a pending
+// entry, taken for a sign-in in flight for a minute. At MaxUserSessions 1
+// the user's next sign-ins failed with ErrTooManySessions for that
+// minute; with the default, a hundred hang-ups locked the user out. The
+// sign-in now removes its entry when its context is done before the
+// record is written (nothing can write that record any more).
+func TestCancelledSignInLeavesNoPendingEntry(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// left is how many entries the index holds after the cancelled
+		// sign-in: a Create made room first (revoking the live session),
+		// a Login or Rotate of the live session replaces it.
+		left   int
+		signIn func(m *session.Manager, ctx context.Context, s *session.Session) error
+	}{
+		{"Create", 0, func(m *session.Manager, ctx context.Context, _ *session.Session) error {
+			_, err := m.Create(ctx, "alice", "", nil)
+			return err
+		}},
+		{"Login", 1, func(m *session.Manager, ctx context.Context, s *session.Session) error {
+			_, err := m.Login(ctx, s, "alice", "", nil)
+			return err
+		}},
+		{"Rotate", 1, func(m *session.Manager, ctx context.Context, s *session.Session) error {
+			return m.Rotate(ctx, s)
+		}},
+	} {
+		b, _ := storetest.NewEmbedded(t)
+		cb := &cancelAfterIndex{Backend: b}
+		m, err := session.New(session.Config{Backend: cb, MaxUserSessions: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.Create(context.Background(), "alice", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cb.cancel = cancel
+		if err := c.signIn(m, ctx, s); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: cancelled sign-in: got %v, want context.Canceled", c.name, err)
+		}
+		cb.cancel = nil
+		if got := indexLen(t, b, "alice"); got != c.left {
+			t.Errorf("%s: index after the cancelled sign-in: got %d entries, want %d (no pending one)", c.name, got, c.left)
+		}
+		if _, err := m.Create(context.Background(), "alice", "", nil); err != nil {
+			t.Errorf("%s: Create after the cancelled sign-in: got %v, want nil", c.name, err)
+		}
+	}
+}
+
+// otherCodec is a Codec that reads no record JSON wrote: a Manager after a
+// change of Codec, facing the sessions of the one before.
+type otherCodec struct{ session.JSON }
+
+func (otherCodec) Marshal(r *session.Record) ([]byte, error) {
+	b, err := session.JSON{}.Marshal(r)
+	return append([]byte("v2"), b...), err
+}
+
+func (otherCodec) Unmarshal(data []byte, r *session.Record) error {
+	rest, ok := bytes.CutPrefix(data, []byte("v2"))
+	if !ok {
+		return errors.New("not a v2 record")
+	}
+	return session.JSON{}.Unmarshal(rest, r)
+}
+
+// After a change of Codec, the records written before cannot be decoded:
+// List and a sign-in at the limit took their index entries for another
+// user's and dropped them, leaving the records in place. Rolled back to
+// the old Codec, those sessions loaded again, listed in no index:
+// DestroyAll missed them, and they counted against no limit. Now List
+// keeps such an entry (it leaves at its deadline, or when DestroyAll
+// revokes it), and a sign-in that must make room revokes its record
+// before dropping it, as it does a live session's.
+func TestUndecodableSessionStaysIndexed(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		run  func(m2 *session.Manager) error
+		// revoked: the step revoked the old session itself.
+		revoked bool
+	}{
+		{"List", func(m2 *session.Manager) error { _, err := m2.List(ctx, "alice"); return err }, false},
+		{"Create at the limit", func(m2 *session.Manager) error { _, err := m2.Create(ctx, "alice", "", nil); return err }, true},
+	} {
+		b, clk := storetest.NewEmbedded(t)
+		m1, _ := session.New(session.Config{Backend: b, MaxUserSessions: 1})
+		m2, _ := session.New(session.Config{Backend: b, MaxUserSessions: 1, Codec: otherCodec{}})
+		old, err := m1.Create(ctx, "alice", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(2 * time.Minute) // past the grace of a sign-in in flight
+		if err := c.run(m2); err != nil {
+			t.Fatalf("%s with the new Codec: %v", c.name, err)
+		}
+		// Rolled back: the old Codec reads the old session again.
+		_, live, _ := m1.Load(ctx, old.ID)
+		if live == c.revoked {
+			t.Errorf("%s: the old session after it: live %v, want %v", c.name, live, !c.revoked)
+		}
+		if !live {
+			continue
+		}
+		if n, err := m1.DestroyAll(ctx, "alice"); err != nil || n < 1 {
+			t.Errorf("%s: DestroyAll with the old Codec: got (%d, %v), want the old session revoked", c.name, n, err)
+		}
+		if _, ok, _ := m1.Load(ctx, old.ID); ok {
+			t.Errorf("%s: the old session survived DestroyAll", c.name)
+		}
 	}
 }

@@ -100,14 +100,23 @@
 // user's own session) replaces its session instead. An entry younger than
 // a minute without a record may be a sign-in still being written: it is
 // never dropped, and a sign-in that finds only such entries fails with
-// ErrTooManySessions.
+// ErrTooManySessions. (A sign-in whose context ends before its record is
+// written removes its own entry: a client that hangs up leaves none.)
 //
 // # Eviction
 //
-// With Config.Pin the records and indexes are pinned: never evicted,
-// removed only by expiry or revocation. Without it (the default) an
-// evicted session is a forced logout: the next Load misses and the user
-// signs in again; nothing else breaks.
+// With Config.Pin the records are pinned: never evicted, removed only by
+// expiry or revocation. Without it (the default) an evicted session is a
+// forced logout: the next Load misses and the user signs in again;
+// nothing else breaks. A user's index is pinned either way: it is read
+// only at sign-in, List and DestroyAll, so an eviction policy would take
+// it long before the record of a session in use, and an evicted index
+// would hide that session from DestroyAll and from MaxUserSessions. It
+// costs at most MaxUserSessions entries (about 150 bytes each) per
+// signed-in user, and expires with the user's last session. A store that
+// cannot pin (Redis) must not evict it either: run it with
+// maxmemory-policy noeviction, or DestroyAll may miss sessions under
+// memory pressure.
 //
 // # Store failure
 //
@@ -247,7 +256,8 @@ type Config struct {
 	// hex digits (a record) and Prefix + "user:" + 64 hex digits (a user's
 	// index), so Managers on "app:" and "app:user:" would share keys.
 	Prefix string
-	// Pin exempts sessions and indexes from eviction.
+	// Pin exempts sessions from eviction. Users' indexes are always
+	// pinned (see "Eviction").
 	Pin bool
 	// MaxUserSessions bounds each user's sessions (and so the user's
 	// index, one store value that every sign-in rewrites and DestroyAll
@@ -650,6 +660,17 @@ func (m *Manager) insert(ctx context.Context, s *Session, now time.Time, replaci
 		if err := m.indexAdd(ctx, s.UserID, h, s.Deadline, replacing); err != nil {
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			// The caller gave up (a client hung up): no record will be
+			// written under h, so its entry goes, or it would pass for a
+			// sign-in in flight for pendingGrace and count against
+			// MaxUserSessions (a few hang-ups would lock the user out).
+			// Once the record's write is sent it stays: the write may
+			// land.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			return errors.Join(err, m.indexRemove(dctx, s.UserID, h))
+		}
 		v, ok, err := m.cfg.Backend.Set(ctx, m.key(h), enc, store.SetOptions{IfAbsent: true, TTL: ttl, Pin: m.cfg.Pin})
 		if err != nil {
 			return err
@@ -938,7 +959,8 @@ func (m *Manager) DestroyAll(ctx context.Context, userID string) (int, error) {
 // List returns userID's live sessions, oldest first, and prunes the index
 // of dead ones: entries whose record is gone and that were added more than
 // pendingGrace ago (a younger one may be a Create in flight, whose record
-// is about to be written).
+// is about to be written). A record the Codec cannot decode is not listed
+// and its entry stays (DestroyAll revokes it).
 func (m *Manager) List(ctx context.Context, userID string) ([]Info, error) {
 	idx, _, err := m.readIndex(ctx, userID)
 	if err != nil {
@@ -962,7 +984,13 @@ func (m *Manager) List(ctx context.Context, userID string) ([]Info, error) {
 			}
 			continue
 		}
-		if m.cfg.Codec.Unmarshal(it.Value, &r) != nil || r.UserID != userID {
+		if err := m.cfg.Codec.Unmarshal(it.Value, &r); err != nil {
+			// Not listable, but not dead either: another Codec's record
+			// (before a change of Codec) stays indexed, so that
+			// DestroyAll still revokes it.
+			continue
+		}
+		if r.UserID != userID {
 			dead = append(dead, e.Handle)
 			continue
 		}

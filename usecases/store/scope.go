@@ -32,12 +32,25 @@ func ValidatePrefix(prefix string) error {
 
 // ReservedPrefix begins the keys a backend keeps for its own bookkeeping
 // (redisstore's version counters), within its scope: no caller's key
-// begins with it. On every backend, Set and every decision refuse such a
-// key with ErrInvalidArgument, changing nothing, and Get, Delete and
+// begins with it, nor with a scope's prefix followed by it (Reserved),
+// since a backend without a scope addresses every scope's keys, and its
+// key "s:" + ReservedPrefix + … is one of scope "s:"'s own. On every
+// backend, Set and every decision refuse such a key with
+// ErrInvalidArgument, changing nothing, and Get, Delete and
 // CompareAndDelete report it missing, so that no caller can read, replace
-// or delete a backend's own keys, and a call has the same answer on every
-// backend. The adapters' keys never begin with it.
+// or delete a backend's own keys, any scope's included, and a call has the
+// same answer on every backend. The adapters' keys never begin with it.
 const ReservedPrefix = "tide:ver:"
 
-// Reserved reports whether the caller's key k begins with ReservedPrefix.
-func Reserved(k string) bool { return strings.HasPrefix(k, ReservedPrefix) }
+// Reserved reports whether the caller's key k is reserved for backends'
+// own keys: k begins with ReservedPrefix, or with a scope's prefix (a
+// valid non-empty one, ValidatePrefix) followed by ReservedPrefix. The
+// rule does not depend on the backend's own scope, so that a key has one
+// answer on every backend.
+func Reserved(k string) bool {
+	if strings.HasPrefix(k, ReservedPrefix) {
+		return true
+	}
+	i := strings.IndexByte(k, ':')
+	return i > 0 && strings.HasPrefix(k[i+1:], ReservedPrefix) && ValidatePrefix(k[:i+1]) == nil
+}

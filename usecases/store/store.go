@@ -37,7 +37,8 @@
 // # Keys and ownership
 //
 // Keys are built by the adapters; no key may begin with ReservedPrefix,
-// which every backend refuses alike. The part of a key that scopes one
+// or with a scope's prefix followed by it (Reserved), which every backend
+// refuses alike. The part of a key that scopes one
 // decision is wrapped in braces by HashTag, as in
 // "tide:lease:{orders}:fence", so that every key one decision touches
 // hashes to the same Redis Cluster slot whatever the name. The two keys of
@@ -71,8 +72,9 @@
 // another scope's.
 //
 // A backend without a prefix is not a scope: it addresses the whole
-// keyspace, every scope's keys included, and scope "x:" reaches its keys
-// that begin with "x:" (never the adapters' default keys: they begin with
+// keyspace, every scope's keys included (but not a scope's own
+// bookkeeping, "x:" + ReservedPrefix + …, which Reserved refuses on every
+// backend), and scope "x:" reaches its keys that begin with "x:" (never the adapters' default keys: they begin with
 // "tide:", which is refused as a prefix). Give every tenant of a shared
 // store a prefix, and an unscoped backend only to code trusted with all
 // of them.

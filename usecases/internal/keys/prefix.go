@@ -3,6 +3,8 @@ package keys
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tidekv/tide/usecases/store"
 )
 
 // MaxPrefix is the longest Config.Prefix an adapter accepts.
@@ -35,7 +37,11 @@ var Reserved = []string{"tide:ver:"}
 //     or Reserved, nor begins with one. Keys of two prefixes neither of
 //     which is a prefix of the other never meet; "tide:" would put an
 //     adapter's keys among every other adapter's, where a caller-chosen
-//     key can equal another adapter's key.
+//     key can equal another adapter's key. The same holds between a
+//     reserved key space and the part of prefix after a store scope's
+//     prefix ("tide:ver:" in "a:tide:ver:"): on a backend without a
+//     scope, those keys are scope "a:"'s own (store.Reserved), which
+//     every backend refuses.
 //
 // Two adapters configured by hand on one backend must likewise get
 // prefixes neither of which is a prefix of the other; that is the
@@ -51,6 +57,14 @@ func CheckPrefix(prefix, own string) error {
 	}
 	if strings.Contains(prefix, "{") {
 		return fmt.Errorf("Prefix %q contains '{' (it would change the keys' Redis Cluster hash tag)", prefix)
+	}
+	if i := strings.IndexByte(prefix, ':'); i > 0 && i+1 < len(prefix) && store.ValidatePrefix(prefix[:i+1]) == nil {
+		rest := prefix[i+1:]
+		for _, d := range Reserved {
+			if strings.HasPrefix(rest, d) || strings.HasPrefix(d, rest) {
+				return fmt.Errorf("Prefix %q overlaps the key space %q of scope %q (neither may be a prefix of the other)", prefix, d, prefix[:i+1])
+			}
+		}
 	}
 	for _, set := range [][]string{Defaults, Reserved} {
 		for _, d := range set {

@@ -30,6 +30,12 @@ func TestCheckPrefix(t *testing.T) {
 		{"tide:ver:", "tide:cache:", false},
 		{"tide:ver:x:", "tide:cache:", false},
 		{"tide:v", "tide:cache:", false},
+		{"a:tide:ver:", "tide:cache:", false},
+		{"a:tide:ver:x", "tide:cache:", false},
+		{"a:tide:v", "tide:cache:", false},
+		{"a:tide:cache:", "tide:cache:", true},
+		{"a:b:tide:ver:", "tide:cache:", true}, // "a:b:" is no scope
+		{"a:", "tide:cache:", true},
 	} {
 		err := CheckPrefix(c.prefix, c.own)
 		if got := err == nil; got != c.ok {
