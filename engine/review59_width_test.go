@@ -329,3 +329,99 @@ func TestReview59WidthsSurviveLogAndSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// Check reports (and does not panic on) every inconsistency of a header
+// made by hand: each case writes one record, doctors its header words,
+// runs Check, and restores them.
+func TestReview59CheckCatchesDoctoredHeaders(t *testing.T) {
+	type words struct{ meta, wide uint64 }
+	tests := []struct {
+		name       string
+		key        string
+		value      int
+		doctor     func(w words) words
+		wantSubstr string
+	}{
+		{"compact marked wide at the arena's end", "", 0,
+			func(w words) words { w.meta |= flagWide << 56; return w }, "outside the arena"},
+		{"compact marked wide", "k", 8,
+			func(w words) words { w.meta |= flagWide << 56; return w }, ""},
+		{"wide unmarked", "k", 70000,
+			func(w words) words { w.meta &^= flagWide << 56; return w }, ""},
+		{"wide with lengths in its meta word", "k", 70000,
+			func(w words) words { w.meta |= 1 << 32; return w }, "meta word"},
+		{"wide with a value length in its meta word", "k", 70000,
+			func(w words) words { w.meta |= 5 << 40; return w }, "meta word"},
+		{"wide with bits above its key length", "k", 70000,
+			func(w words) words { w.wide |= 1 << 60; return w }, "wide word"},
+		{"compact marked with a deadline at the arena's end", "", 0,
+			func(w words) words { w.meta |= flagDeadline << 56; return w }, ""},
+		{"an unknown flag", "k", 8,
+			func(w words) words { w.meta |= 1 << 63; return w }, "unknown flags"},
+		{"a value length changed", "k", 8,
+			func(w words) words { w.meta += 1 << 40; return w }, ""},
+		{"a key length changed", "kk", 8,
+			func(w words) words { w.meta -= 1 << 32; return w }, ""},
+		{"another slot", "k", 8,
+			func(w words) words { w.meta++; return w }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := newTest(t, Config{Shards: 1})
+			if _, err := e.Set(tt.key, make([]byte, tt.value)); err != nil {
+				t.Fatal(err)
+			}
+			mustCheck(t, e)
+			s, h := e.shardFor(tt.key)
+			s.mu.Lock()
+			slot, ok := s.findLocked(tt.key, h)
+			if !ok {
+				s.mu.Unlock()
+				t.Fatal("key not found")
+			}
+			en := s.at(slot)
+			pm := hdr64(s.arena, en.off+hdrMeta)
+			var pw *uint64
+			if int(en.off)+hdrWide+8 <= len(s.arena) {
+				pw = hdr64(s.arena, en.off+hdrWide)
+			}
+			w0 := words{meta: *pm}
+			if pw != nil {
+				w0.wide = *pw
+			}
+			w := tt.doctor(w0)
+			*pm = w.meta
+			if pw != nil {
+				*pw = w.wide
+			}
+			s.mu.Unlock()
+			err := func() (err error) {
+				defer func() {
+					if p := recover(); p != nil {
+						// Check panicked holding every shard's lock
+						// shared.
+						for i := range e.shards {
+							e.shards[i].mu.RUnlock()
+						}
+						err = fmt.Errorf("panic: %v", p)
+					}
+				}()
+				return e.Check()
+			}()
+			s.mu.Lock()
+			*pm = w0.meta
+			if pw != nil {
+				*pw = w0.wide
+			}
+			s.mu.Unlock()
+			switch {
+			case err == nil:
+				t.Fatalf("Check = nil, want an error")
+			case bytes.HasPrefix([]byte(err.Error()), []byte("panic")):
+				t.Fatalf("Check: got %v, want an error", err)
+			case !bytes.Contains([]byte(err.Error()), []byte(tt.wantSubstr)):
+				t.Fatalf("Check: got %v, want an error about %q", err, tt.wantSubstr)
+			}
+		})
+	}
+}
