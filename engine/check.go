@@ -23,7 +23,10 @@ import (
 //     same offset;
 //   - the arrays published to lock-free readers are the shard's;
 //   - a record has only known flags, and the header length they imply
-//     (flagDeadline: the deadline word) is what the arena accounts;
+//     (flagDeadline: the deadline word; flagWide: the lengths' word) lies
+//     in the arena and is what the arena accounts; flagWide follows the
+//     lengths (widthFlag), and a wide header's meta word has no lengths,
+//     its wide word nothing above the key length;
 //   - every live slot's record lies inside the arena, 8-byte aligned (its
 //     header and value are read and written with atomic words), without
 //     overlapping another, and arena length = live record bytes + garbage;
@@ -114,7 +117,8 @@ func (s *shard) checkLocked() error {
 			tabErr = fmt.Errorf("table names offset %d, whose record header lies outside the arena (%d bytes)", off, len(s.arena))
 			return
 		}
-		slot := uint32(atomic.LoadUint64(hdr64(s.arena, off+hdrMeta)))
+		m := atomic.LoadUint64(hdr64(s.arena, off+hdrMeta))
+		slot := uint32(m)
 		inTable[slot]++
 		if int(slot) >= s.ents.len() || s.ents.get(slot) == 0 {
 			tabErr = fmt.Errorf("table names offset %d, whose record names slot %d, which is not live", off, slot)
@@ -126,6 +130,12 @@ func (s *shard) checkLocked() error {
 		}
 		if uintptr(unsafe.Pointer(unsafe.SliceData(s.arena)))&7 != 0 {
 			tabErr = fmt.Errorf("slot %d's record is not 8-byte aligned", slot)
+			return
+		}
+		// The header's length follows its flags (flagWide, flagDeadline):
+		// the words they imply are read below.
+		if int64(off)+int64(hdrLen(uint32(m>>56))) > int64(len(s.arena)) {
+			tabErr = fmt.Errorf("slot %d's record header (flags %b) lies outside the arena", slot, uint32(m>>56))
 			return
 		}
 		en := s.at(slot)
@@ -172,6 +182,16 @@ func (s *shard) checkLocked() error {
 			return fmt.Errorf("slot %d has unknown flags %b", slot, f)
 		} else if kl, vl := en.klen(), en.vlen(); f&flagWide != widthFlag(kl, vl) {
 			return fmt.Errorf("slot %d: flags %b, a %d-byte key and a %d-byte value: the header's width does not follow the lengths", slot, f, kl, vl)
+		} else if f&flagWide != 0 {
+			// A wide header's lengths are in its own word: the meta
+			// word's length fields are 0, and the wide word has nothing
+			// above the key length.
+			if m := en.meta(); m>>32&(1<<24-1) != 0 {
+				return fmt.Errorf("slot %d: a wide header whose meta word holds lengths (%#x)", slot, m)
+			}
+			if w := atomic.LoadUint64(hdr64(s.arena, en.off+hdrWide)); w>>56 != 0 {
+				return fmt.Errorf("slot %d: a wide header whose wide word has bits above the key length (%#x)", slot, w)
+			}
 		}
 		if en.version() == 0 || en.version() > s.version {
 			return fmt.Errorf("slot %d has version %d, counter %d", slot, en.version(), s.version)
