@@ -260,7 +260,9 @@ func (s *shard) newSlotLocked() uint32 {
 // in ents are updated; slices of the old arena must not be used after).
 func (s *shard) allocLocked(n int) uint32 {
 	n = (n + 7) &^ 7 // records stay 8-byte aligned
-	if len(s.arena)+n > cap(s.arena) {
+	// In 64 bits: on a 32-bit platform an arena near maxArena and an
+	// entry near MaxEntrySize overflow an int.
+	if int64(len(s.arena))+int64(n) > int64(cap(s.arena)) {
 		s.compactLocked(n)
 	}
 	off := len(s.arena)
@@ -300,25 +302,23 @@ func (s *shard) arenaRoomLocked(n int64) error {
 // odd again.
 func (s *shard) compactLocked(extra int) {
 	open := s.openLocked()
+	// Sizes in 64 bits, as in allocLocked: on a 32-bit platform they
+	// may pass MaxInt before they are held to maxArena.
 	if s.garbage <= len(s.arena)/8 {
-		want := len(s.arena) + extra
+		want := int64(len(s.arena)) + int64(extra)
 		room := max(want/4, 256)
 		if s.bulk {
 			room = max(want, 256)
 		}
-		if int64(want)+int64(room) <= maxArena {
-			s.moveLocked((want+room)&^7, open)
+		if want+room <= maxArena {
+			s.moveLocked(int((want+room)&^7), open)
 			return
 		}
 	}
-	liveBytes := len(s.arena) - s.garbage
-	want := liveBytes + extra
-	want += max(want/4, min(want, 2*s.garbage))
-	want = max(want, 256)
-	if int64(want) > maxArena {
-		want = int(maxArena)
-	}
-	s.rebuildLocked(want, open)
+	want := int64(len(s.arena)-s.garbage) + int64(extra)
+	want += max(want/4, min(want, 2*int64(s.garbage)))
+	want = min(max(want, 256), maxArena)
+	s.rebuildLocked(int(want), open)
 }
 
 // insertLocked files ref (a record's recRef) under tag in the table. A
