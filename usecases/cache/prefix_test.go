@@ -1,8 +1,6 @@
 package cache_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/tidekv/tide/usecases/cache"
@@ -20,32 +18,8 @@ import (
 // would overwrite.
 func TestNewValidatesPrefix(t *testing.T) {
 	b, _ := storetest.NewEmbedded(t)
-	for _, c := range []struct {
-		name, prefix string
-		ok           bool
-	}{
-		{"empty (the default)", "", true},
-		{"default", "tide:cache:", true},
-		{"own namespace", "tide:cache:eu:", true},
-		{"application's", "shop:cache:", true},
-		{"closing brace", "shop}:", true},
-		{"longest", strings.Repeat("p", 128), true},
-		{"opening brace", "shop{1}:", false},
-		{"brace at the end", "shop:{", false},
-		{"newline", "shop:\n", false},
-		{"NUL", "shop\x00:", false},
-		{"space", "shop cache:", false},
-		{"not ASCII", "caf\xc3\xa9:", false},
-		{"too long", strings.Repeat("p", 129), false},
-		{"64 KiB", strings.Repeat("p", 64<<10), false},
-		{"every adapter's namespace", "tide:", false},
-		{"another adapter's namespace", "tide:sess:", false},
-		{"inside the lease namespace", "tide:lease:cache:", false},
-		{"Redis version counters", "tide:ver:", false},
-	} {
-		_, err := cache.New(cache.Config{Backend: b, Name: "products", Prefix: c.prefix})
-		if c.ok && err != nil || !c.ok && !errors.Is(err, cache.ErrInvalidConfig) {
-			t.Errorf("%s: New with Prefix %.40q (%d bytes) got %v, want accepted %v (else ErrInvalidConfig)", c.name, c.prefix, len(c.prefix), err, c.ok)
-		}
-	}
+	storetest.AdapterPrefix(t, "tide:cache:", "tide:lease:", cache.ErrInvalidConfig, func(p string) error {
+		_, err := cache.New(cache.Config{Backend: b, Name: "products", Prefix: p})
+		return err
+	})
 }
