@@ -48,21 +48,21 @@ var Reserved = []string{"tide:ver:"}
 // caller's part, which no constructor can check.
 func CheckPrefix(prefix, own string) error {
 	if len(prefix) == 0 || len(prefix) > MaxPrefix {
-		return fmt.Errorf("Prefix is %d bytes, want 1 to %d", len(prefix), MaxPrefix)
+		return fmt.Errorf("prefix is %d bytes, want 1 to %d", len(prefix), MaxPrefix)
 	}
 	for i := range len(prefix) {
 		if c := prefix[i]; c < 0x21 || c > 0x7e {
-			return fmt.Errorf("Prefix %q has byte %#02x at %d, want printable ASCII without space", prefix, c, i)
+			return fmt.Errorf("prefix %q has byte %#02x at %d, want printable ASCII without space", prefix, c, i)
 		}
 	}
 	if strings.Contains(prefix, "{") {
-		return fmt.Errorf("Prefix %q contains '{' (it would change the keys' Redis Cluster hash tag)", prefix)
+		return fmt.Errorf("prefix %q contains '{' (it would change the keys' Redis Cluster hash tag)", prefix)
 	}
 	if i := strings.IndexByte(prefix, ':'); i > 0 && i+1 < len(prefix) && store.ValidatePrefix(prefix[:i+1]) == nil {
 		rest := prefix[i+1:]
 		for _, d := range Reserved {
 			if strings.HasPrefix(rest, d) || strings.HasPrefix(d, rest) {
-				return fmt.Errorf("Prefix %q overlaps the key space %q of scope %q (neither may be a prefix of the other)", prefix, d, prefix[:i+1])
+				return fmt.Errorf("prefix %q overlaps the key space %q of scope %q (neither may be a prefix of the other)", prefix, d, prefix[:i+1])
 			}
 		}
 	}
@@ -72,7 +72,7 @@ func CheckPrefix(prefix, own string) error {
 				continue
 			}
 			if strings.HasPrefix(prefix, d) || strings.HasPrefix(d, prefix) {
-				return fmt.Errorf("Prefix %q overlaps the key space %q (neither may be a prefix of the other)", prefix, d)
+				return fmt.Errorf("prefix %q overlaps the key space %q (neither may be a prefix of the other)", prefix, d)
 			}
 		}
 	}
