@@ -42,7 +42,11 @@ func (e *Engine) Snapshot(w io.Writer) (int, error) {
 // The whole snapshot is read and verified before anything is stored (it
 // is held in memory meanwhile): a snapshot that is damaged or cut short,
 // or carries a version above 2^62 (no engine hands one out; taking it
-// could wrap the counters), is ErrLogCorrupt and restores nothing.
+// could wrap the counters), is ErrLogCorrupt and restores nothing. With
+// MaxBytes, so is, as ErrOutOfMemory, one whose entries not due at the
+// start (each key's last record) account more than MaxBytes: it is
+// refused once what it holds passes the cap, so Restore holds at most
+// about MaxBytes of it.
 // Storing then writes each entry (logged first, with a log) and may stop
 // at ErrOutOfMemory (an entry that does not fit under MaxBytes; Restore
 // evicts nothing), ErrTooLarge, ErrKeyTooLarge, ErrLogWrite, ErrLogFailed
@@ -54,6 +58,17 @@ func (e *Engine) Restore(r io.Reader) (int, error) {
 	}
 	var recs []aof.Record
 	var maxV uint64
+	// With MaxBytes, what the entries not due at the start account (each
+	// key once, its last record) may not pass it: Restore evicts nothing,
+	// so such a snapshot could only stop at ErrOutOfMemory part way. It is
+	// refused as soon as its records pass the cap, with nothing stored,
+	// holding no more than the cap's worth of them.
+	var held int64
+	var last map[string]int // key → index in recs, with MaxBytes only
+	if e.b != nil {
+		last = map[string]int{}
+	}
+	now := e.now()
 	err := aof.ReadSnapshot(r, func(rec *aof.Record) error {
 		switch rec.Op {
 		case aof.OpVersions:
@@ -61,14 +76,33 @@ func (e *Engine) Restore(r io.Reader) (int, error) {
 				maxV = max(maxV, v)
 			}
 		case aof.OpSet:
+			maxV = max(maxV, rec.Version)
+			if rec.Deadline != 0 && rec.Deadline <= now {
+				return nil // due: it would be skipped
+			}
 			// The record aliases the reader's buffer: copy its value.
 			c := *rec
 			c.Value = append([]byte(nil), rec.Value...)
-			recs = append(recs, c)
-			maxV = max(maxV, rec.Version)
+			if last == nil {
+				recs = append(recs, c)
+				return nil
+			}
+			if i, ok := last[c.Key]; ok {
+				held -= int64(len(recs[i].Key)) + int64(len(recs[i].Value)) + EntryOverhead
+				recs[i] = c
+			} else {
+				last[c.Key] = len(recs)
+				recs = append(recs, c)
+			}
+			if held += int64(len(c.Key)) + int64(len(c.Value)) + EntryOverhead; held > e.b.max {
+				return fmt.Errorf("%w: the snapshot's entries account more than MaxBytes (%d)", ErrOutOfMemory, e.b.max)
+			}
 		}
 		return nil
 	})
+	if errors.Is(err, ErrOutOfMemory) {
+		return 0, fmt.Errorf("tide: restore: %w", err)
+	}
 	if err != nil {
 		if errors.Is(err, aof.ErrCorrupt) {
 			return 0, fmt.Errorf("%w: snapshot: %w", ErrLogCorrupt, err)
@@ -97,10 +131,13 @@ func (e *Engine) Restore(r io.Reader) (int, error) {
 	}
 	n := 0
 	for i := range recs {
-		if err := e.restoreOne(&recs[i], floors); err != nil {
+		stored, err := e.restoreOne(&recs[i], floors)
+		if err != nil {
 			return n, err
 		}
-		n++
+		if stored {
+			n++
+		}
 	}
 	return n, nil
 }
@@ -110,39 +147,38 @@ func (e *Engine) Restore(r io.Reader) (int, error) {
 // before the Restore), else with the shard's next version. An entry due
 // now is skipped. Like every write it reports its removals (a due entry
 // found, the value it replaces) to the listener, with no lock held.
-func (e *Engine) restoreOne(r *aof.Record, floors []uint64) error {
+func (e *Engine) restoreOne(r *aof.Record, floors []uint64) (stored bool, err error) {
 	if err := e.checkKey(r.Key); err != nil {
-		return err
+		return false, err
 	}
 	s, h := e.shardFor(r.Key)
-	var err error
 	var op locked
 	for op.lock(e, s) {
-		err = s.restoreLocked(r, h, floors[h&e.mask], op.clk.get(), &op.r, op.events())
+		stored, err = s.restoreLocked(r, h, floors[h&e.mask], op.clk.get(), &op.r, op.events())
 		err = op.unlock(err)
 	}
-	return err
+	return stored && err == nil, err
 }
 
 // restoreLocked is restoreOne under the shard's exclusive lock. It makes
 // no room: a restored entry that does not fit under MaxBytes is
 // ErrOutOfMemory.
-func (s *shard) restoreLocked(r *aof.Record, h uint64, floor uint64, now int64, rm *room, ev *[]Removal) error {
+func (s *shard) restoreLocked(r *aof.Record, h uint64, floor uint64, now int64, rm *room, ev *[]Removal) (stored bool, err error) {
 	if s.closed {
-		return ErrClosed
+		return false, ErrClosed
 	}
 	if r.Deadline != 0 && r.Deadline <= now {
-		return nil
+		return false, nil
 	}
 	if err := s.b.checkSize(len(r.Key), len(r.Value)); err != nil {
-		return err
+		return false, err
 	}
 	if err := s.arenaRoomLocked(int64(recSize(len(r.Key), len(r.Value), flagDeadline))); err != nil {
-		return err
+		return false, err
 	}
 	if r.Version <= floor {
 		if err := s.reserveVersionsLocked(1); err != nil {
-			return err
+			return false, err
 		}
 		c := *r
 		c.Version = s.version + 1
@@ -155,11 +191,11 @@ func (s *shard) restoreLocked(r *aof.Record, h uint64, floor uint64, now int64, 
 	}
 	grow := int64(len(r.Key)) + int64(len(r.Value)) + EntryOverhead - old
 	if s.b != nil && grow > 0 && !s.b.has(rm, grow) {
-		return fmt.Errorf("%w: restoring %q", ErrOutOfMemory, r.Key)
+		return false, fmt.Errorf("%w: restoring %q", ErrOutOfMemory, r.Key)
 	}
 	if s.log.dur != nil {
 		if err := s.appendLocked(*r); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if s.b != nil {
@@ -170,5 +206,5 @@ func (s *shard) restoreLocked(r *aof.Record, h uint64, floor uint64, now int64, 
 		}
 	}
 	s.putLocked(r, h, ev)
-	return nil
+	return true, nil
 }
