@@ -205,10 +205,9 @@ import (
 // entries as the whole cache up to adaptiveFull, then up to adaptiveGhost
 // (about 1.2 MB at most), growing as the cache fills. For
 // 1M entries of 16-byte keys and 64-byte values over 64 shards that is
-// about 1.2 bytes per entry, of the engine's 71.2 beyond key and value
-// with a 1.5× cap (bench/cmd/memory, tide-capped; a set per shard had
-// cost 28 more; measured before TinyLFU's Miss pairing table grew by 2 KiB
-// per policy, about 0.15 bytes per entry more there);
+// about 1.2 bytes per entry, of the engine's 63.4 beyond key and value
+// with a 1.5× cap (bench/cmd/memory, tide-capped, 2026-12-05; a set per
+// shard had cost 28 more);
 // TestPolicyMemoryPerEntry measures 33.6 bytes per entry for a quarter of
 // those shards against TinyLFU's 29.0.
 // For a small cache the miniature caches are a large overhead: 0.5 MB
