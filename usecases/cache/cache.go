@@ -191,7 +191,7 @@ type Cache struct {
 // nanoseconds since 1970, which end in 2262).
 const MaxTTL = store.MaxTTL
 
-const defaultPrefix = "tide:cache:"
+const defaultPrefix = keys.CachePrefix
 
 // New returns a Cache for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Cache, error) {

@@ -273,7 +273,7 @@ type watcher struct {
 	last uint64 // revision last notified
 }
 
-const defaultPrefix = "tide:flag:"
+const defaultPrefix = keys.FlagPrefix
 
 // New returns a Store for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Store, error) {

@@ -246,7 +246,7 @@ func New(cfg Config) (*Store, error) {
 	return &Store{cfg: cfg, rep: report.Reporter{Logger: cfg.Logger, OnError: cfg.OnError}}, nil
 }
 
-const defaultPrefix = "tide:idem:"
+const defaultPrefix = keys.IdempotencyPrefix
 
 // detach returns a context for recording an outcome after the side effect:
 // ctx's values without its cancellation, bounded by FinishTimeout.

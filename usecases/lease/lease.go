@@ -177,7 +177,7 @@ type Manager struct {
 	rep report.Reporter
 }
 
-const defaultPrefix = "tide:lease:"
+const defaultPrefix = keys.LeasePrefix
 
 // MinTTL is the shortest lease TTL New accepts: the coarsest TTL
 // granularity of a supported backend (Redis counts TTLs in milliseconds

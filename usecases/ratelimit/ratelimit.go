@@ -217,7 +217,7 @@ type Limiter struct {
 	afterFunc func(time.Duration) <-chan time.Time
 }
 
-const defaultPrefix = "tide:rl:"
+const defaultPrefix = keys.RateLimitPrefix
 
 // New returns a Limiter for cfg, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Limiter, error) {

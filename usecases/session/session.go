@@ -444,7 +444,7 @@ func (m *Manager) Events() iter.Seq2[string, uint64] {
 	}
 }
 
-const defaultPrefix = "tide:sess:"
+const defaultPrefix = keys.SessionPrefix
 
 // DefaultMaxUserSessions is the default Config.MaxUserSessions.
 const DefaultMaxUserSessions = 100

@@ -10,12 +10,23 @@ import (
 // MaxPrefix is the longest Config.Prefix an adapter accepts.
 const MaxPrefix = 128
 
-// Defaults are the adapters' default prefixes, one key space each.
-var Defaults = []string{"tide:sess:", "tide:flag:", "tide:rl:", "tide:idem:", "tide:lease:", "tide:cache:"}
+// The adapters' default prefixes, one key space each; each adapter's
+// Config.Prefix "" means its own.
+const (
+	SessionPrefix     = "tide:sess:"
+	FlagPrefix        = "tide:flag:"
+	RateLimitPrefix   = "tide:rl:"
+	IdempotencyPrefix = "tide:idem:"
+	LeasePrefix       = "tide:lease:"
+	CachePrefix       = "tide:cache:"
+)
 
-// Reserved are key spaces no adapter may write: a Redis backend keeps its
-// version counters under "tide:ver:" and refuses adapters' keys there.
-var Reserved = []string{"tide:ver:"}
+// Defaults are the adapters' default prefixes.
+var Defaults = []string{SessionPrefix, FlagPrefix, RateLimitPrefix, IdempotencyPrefix, LeasePrefix, CachePrefix}
+
+// Reserved are key spaces no adapter may write: every backend refuses keys
+// beginning with store.ReservedPrefix (a Redis backend's version counters).
+var Reserved = []string{store.ReservedPrefix}
 
 // CheckPrefix returns why prefix is not a valid Config.Prefix for the
 // adapter whose default prefix is own, or nil. The rule, shared by every
