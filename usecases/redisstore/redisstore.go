@@ -226,17 +226,13 @@ func (b *Backend) counter(k string) string {
 // or delete a counter.
 const counterPrefix = store.ReservedPrefix
 
-// reserved reports whether the caller's key k is in the counters'
-// namespace.
-func reserved(k string) bool { return store.Reserved(k) }
-
 // checkKey checks a key a call would write: not longer than the server
 // accepts, not a version counter's.
 func (b *Backend) checkKey(k string) error {
 	if len(k) > b.maxKey {
 		return fmt.Errorf("%w: %d bytes, limit %d", store.ErrKeyTooLarge, len(k), b.maxKey)
 	}
-	if reserved(k) {
+	if store.Reserved(k) {
 		return fmt.Errorf("%w: key %q begins with %q, the backend's version counters' namespace", store.ErrInvalidArgument, k, counterPrefix)
 	}
 	return nil
@@ -483,7 +479,7 @@ func (b *Backend) Get(ctx context.Context, key string) (store.Item, bool, error)
 	if err := ctx.Err(); err != nil {
 		return store.Item{}, false, err
 	}
-	if len(key) > b.maxKey || reserved(key) {
+	if len(key) > b.maxKey || store.Reserved(key) {
 		return store.Item{}, false, nil
 	}
 	v, err := b.run(ctx, getScript, []string{b.key(key)})
@@ -544,7 +540,7 @@ func (b *Backend) CompareAndDelete(ctx context.Context, key string, version uint
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if version == 0 || len(key) > b.maxKey || reserved(key) {
+	if version == 0 || len(key) > b.maxKey || store.Reserved(key) {
 		return false, nil
 	}
 	v, err := b.run(ctx, delScript, []string{b.key(key)}, strconv.FormatUint(version, 10))
@@ -559,7 +555,7 @@ func (b *Backend) Delete(ctx context.Context, key string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if len(key) > b.maxKey || reserved(key) {
+	if len(key) > b.maxKey || store.Reserved(key) {
 		return false, nil
 	}
 	v, err := b.run(ctx, delScript, []string{b.key(key)}, "0")
